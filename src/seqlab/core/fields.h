@@ -1,0 +1,68 @@
+// One field list drives everything a config does.
+//
+// A config struct declares its fields once, in a visit() method:
+//
+//   template <class V> void visit(V&& v) {
+//     v(d_model, "d-model", int64_t{64}, "width of the residual stream");
+//   }
+//
+// and the visitors below derive from that single list: default values, JSON writing, strict JSON
+// reading (unknown keys are errors), and (in tools/) CLI flags with --help text. Adding an option
+// is one line. JSON keys are the flag names with '-' replaced by '_'.
+#pragma once
+
+#include "seqlab/core/error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <set>
+#include <string>
+
+namespace seqlab {
+
+inline std::string json_key(const char* flag) {
+  std::string k(flag);
+  for (auto& c : k)
+    if (c == '-') c = '_';
+  return k;
+}
+
+// Sets every field to its default.
+struct DefaultsVisitor {
+  template <class T, class D>
+  void operator()(T& field, const char*, const D& def, const char*) {
+    field = static_cast<T>(def);
+  }
+};
+
+// Writes every field into a JSON object.
+struct ToJsonVisitor {
+  nlohmann::json& j;
+  template <class T, class D>
+  void operator()(const T& field, const char* flag, const D&, const char*) {
+    j[json_key(flag)] = field;
+  }
+};
+
+// Reads fields from a JSON object. Missing keys keep their current value (so old files load with
+// new defaults); keys of the wrong type are errors naming the key. Records which keys it knows so
+// that the caller can reject the unknown ones.
+struct FromJsonVisitor {
+  const nlohmann::json& j;
+  const std::string& source;  // file name, for messages
+  std::set<std::string> known;
+  template <class T, class D>
+  void operator()(T& field, const char* flag, const D&, const char*) {
+    const std::string key = json_key(flag);
+    known.insert(key);
+    auto it = j.find(key);
+    if (it == j.end()) return;
+    try {
+      field = it->template get<T>();
+    } catch (const nlohmann::json::exception&) {
+      fail("{}: field '{}' has the wrong type ({})", source, key, it->type_name());
+    }
+  }
+};
+
+}  // namespace seqlab

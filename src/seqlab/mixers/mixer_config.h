@@ -1,0 +1,61 @@
+// MixerConfig: the architecture of one sequence mixer, as a single typed field list.
+//
+// Every mixer is constructed from this struct. The same list yields CLI flags, --help, defaults,
+// validation and config.json (see core/fields.h).
+#pragma once
+
+#include "seqlab/core/fields.h"
+
+#include <cstdint>
+#include <string>
+
+namespace seqlab {
+
+struct MixerConfig {
+  std::string arch;         // softmax | linear | elman | gru | lstm | qrnn | s4d | mamba
+  std::string feature_map;  // linear attention only: elu1 | relu | rfa | performer | t2r | hedgehog
+  int64_t d_model = 0;      // D: width of the residual stream
+  int64_t n_head = 0;       // H: attention heads (d_head = D / H)
+  int64_t d_state = 0;      // N: SSM state size per channel
+  int64_t d_feature = 0;    // F: feature-map width per head before any doubling; 0 = d_head
+  int64_t chunk_size = 0;   // C: chunk length of linear attention's chunked form
+  bool causal = true;       // false = bidirectional (attention mixers only)
+  int64_t qrnn_window = 0;  // QRNN convolution width: 1 or 2
+  std::string qrnn_pooling;  // QRNN pooling: f | fo
+  int64_t expand = 0;        // Mamba: inner width = expand * D
+  int64_t d_conv = 0;        // Mamba: causal depthwise convolution width
+  int64_t max_len = 0;       // longest sequence: softmax KV cache, learned positions
+  uint64_t init_seed = 0;    // seed of fixed random matrices (rfa, performer) and initialisation
+
+  template <class V>
+  void visit(V&& v) {
+    v(arch, "arch", std::string("softmax"),
+      "sequence mixer: softmax|linear|elman|gru|lstm|qrnn|s4d|mamba, or a feature-map name "
+      "(t2r = linear with --feature-map t2r)");
+    v(feature_map, "feature-map", std::string("elu1"),
+      "linear-attention feature map: elu1|relu|rfa|performer|t2r|hedgehog");
+    v(d_model, "d-model", int64_t{64}, "width of the residual stream (D)");
+    v(n_head, "n-head", int64_t{4}, "attention heads (H); D must be divisible by H");
+    v(d_state, "d-state", int64_t{16}, "state size per channel of the SSMs (N)");
+    v(d_feature, "d-feature", int64_t{0},
+      "feature-map width per head for rfa/performer/t2r/hedgehog (0 = d_head)");
+    v(chunk_size, "chunk-size", int64_t{64}, "chunk length of linear attention's chunked form");
+    v(causal, "causal", true, "causal mixing; false = bidirectional (attention only)");
+    v(qrnn_window, "qrnn-window", int64_t{2}, "QRNN convolution window: 1 or 2");
+    v(qrnn_pooling, "qrnn-pooling", std::string("fo"), "QRNN pooling: f or fo");
+    v(expand, "expand", int64_t{2}, "Mamba inner width multiplier");
+    v(d_conv, "d-conv", int64_t{4}, "Mamba causal convolution width");
+    v(max_len, "max-len", int64_t{2048}, "longest sequence (positions, KV cache)");
+    v(init_seed, "init-seed", uint64_t{1234}, "seed of random feature matrices and initialisation");
+  }
+
+  MixerConfig() { visit(DefaultsVisitor{}); }
+
+  int64_t d_head() const { return n_head > 0 ? d_model / n_head : 0; }
+
+  // Resolves aliases (--arch t2r means --arch linear --feature-map t2r) and throws seqlab::Error
+  // on an impossible combination.
+  void validate();
+};
+
+}  // namespace seqlab
