@@ -1,3 +1,222 @@
-int main() {
+// seqlab: the command-line interface. Thin: parses flags into the library's typed configs, calls
+// one library function per command, prints results on stdout (logs and progress go to stderr).
+//
+// Errors: any bad flag, unknown name, impossible config or malformed file prints one line
+// "error: ..." on stderr and exits with code 2, without a backtrace and without partial output.
+#include "cli_fields.h"
+
+#include "seqlab/core/blas_check.h"
+#include "seqlab/core/error.h"
+#include "seqlab/core/log.h"
+#include "seqlab/mixers/feature_maps/registry.h"
+#include "seqlab/mixers/registry.h"
+#include "seqlab/model/model_dir.h"
+#include "seqlab/tasks/registry.h"
+#include "seqlab/train/evaluate.h"
+#include "seqlab/train/trainer.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <iostream>
+#include <thread>
+
+using namespace seqlab;
+
+namespace {
+
+struct Common {
+  int64_t threads = 0;
+  bool quiet = false;
+  void add(CLI::App* app) {
+    app->add_option("--threads", threads, "intra-op threads (0 = all cores)")
+        ->capture_default_str();
+    app->add_flag("-q,--quiet", quiet, "no progress or info lines on stderr");
+  }
+  void apply() const {
+    const int n = threads > 0 ? static_cast<int>(threads)
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    torch::set_num_threads(n);
+    if (quiet) log_level() = 0;
+    warn_if_reference_blas();
+  }
+};
+
+std::vector<int64_t> parse_lengths(const std::string& s) {
+  std::vector<int64_t> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    int64_t v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    SEQLAB_CHECK(used == item.size() && !item.empty() && v > 0,
+                 "--lengths: '{}' is not a positive integer (expected e.g. 64,256,1024)", item);
+    out.push_back(v);
+  }
+  SEQLAB_CHECK(!out.empty(), "--lengths is empty");
+  return out;
+}
+
+void cmd_archs() {
+  fmt::print("architectures (--arch):\n");
+  for (const auto& e : mixer_registry()) fmt::print("  {:<10} {}\n", e.name, e.description);
+  fmt::print("feature maps (--arch linear --feature-map NAME, or --arch NAME):\n");
+  for (const auto& e : feature_map_registry())
+    fmt::print("  {:<10} {}\n", e.name, e.description);
+}
+
+void cmd_tasks() {
+  for (const auto& e : task_registry()) fmt::print("  {:<20} {}\n", e.name, e.description);
+}
+
+struct EvalArgs {
+  std::string model, task, lengths;
+  int64_t n = 256, batch = 32;
+  int64_t seed = -1;
+  bool json = false;
+};
+
+void cmd_eval(const EvalArgs& a) {
+  auto lm = load_model_dir(a.model);
+  TaskConfig tc;
+  uint64_t seed = 0;
+  if (lm.sections.contains("task")) tc = TaskConfig::from_json(lm.sections["task"], a.model);
+  if (lm.sections.contains("train"))
+    seed = TrainConfig::from_json(lm.sections["train"], a.model).seed;
+  if (a.seed >= 0) seed = static_cast<uint64_t>(a.seed);
+  if (!a.task.empty()) tc.task = a.task;
+  auto task = make_task(tc);
+  const auto& mc = lm.config;
+  SEQLAB_CHECK(mc.vocab_size == task->vocab_size() && mc.head == task->head() &&
+                   mc.n_classes == task->n_classes(),
+               "model {} was built for a different task (vocab {}, head {}) than '{}' (vocab {}, "
+               "head {})",
+               a.model, mc.vocab_size, mc.head, tc.task, task->vocab_size(), task->head());
+  SEQLAB_CHECK(a.n > 0 && a.batch > 0, "--n and --batch must be positive");
+  const auto lengths = a.lengths.empty() ? std::vector<int64_t>{tc.max_len} : parse_lengths(a.lengths);
+  for (auto L : lengths)
+    SEQLAB_CHECK(L >= task->min_length(), "--lengths: {} is below task {}'s minimum length {}", L,
+                 tc.task, task->min_length());
+  nlohmann::json results = nlohmann::json::array();
+  for (auto L : lengths) {
+    auto r = evaluate(*lm.model, *task, L, a.n, a.batch, seed);
+    results.push_back({{"length", r.length}, {"accuracy", r.accuracy}, {"loss", r.loss}, {"n", r.n}});
+  }
+  if (a.json) {
+    nlohmann::json doc = {{"task", tc.task}, {"arch", mc.mixer.arch}, {"results", results}};
+    if (mc.mixer.arch == "linear") doc["feature_map"] = mc.mixer.feature_map;
+    std::cout << doc.dump() << "\n";
+    return;
+  }
+  fmt::print("{} on {}\n{:>8} {:>10} {:>10} {:>8}\n", mc.mixer.arch, tc.task, "length", "accuracy",
+             "loss", "n");
+  for (const auto& r : results)
+    fmt::print("{:>8} {:>10.4f} {:>10.4f} {:>8}\n", r["length"].get<int64_t>(),
+               r["accuracy"].get<double>(), r["loss"].get<double>(), r["n"].get<int64_t>());
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"seqlab: turn Transformers into RNNs, and test what each architecture can learn"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", SEQLAB_VERSION);
+  Common common;
+
+  // train
+  auto* train = app.add_subcommand("train", "train a model on a task; writes a model directory");
+  ModelConfig mc;
+  TaskConfig tc;
+  TrainConfig trc;
+  std::string out;
+  bool resume = false, train_json = false;
+  tc.visit(cli::AddFlagsVisitor{train, "Task", {}});
+  mc.visit(cli::AddFlagsVisitor{train, "Model", {"vocab-size", "head", "n-classes"}});
+  trc.visit(cli::AddFlagsVisitor{train, "Training", {}});
+  train->add_option("--out", out, "model directory to write")->required()->group("Output");
+  train->add_flag("--resume", resume,
+                  "continue from the checkpoint in --out (saved configs are used; --steps may "
+                  "extend the run)")
+      ->group("Output");
+  train->add_flag("--json", train_json, "print a JSON summary on stdout")->group("Output");
+  common.add(train);
+
+  // eval
+  auto* eval = app.add_subcommand("eval", "evaluate a model directory on a task at given lengths");
+  EvalArgs ea;
+  eval->add_option("--model", ea.model, "model directory")->required();
+  eval->add_option("--task", ea.task, "task (default: the one the model was trained on)");
+  eval->add_option("--lengths", ea.lengths,
+                   "comma-separated test lengths (default: the longest training length)");
+  eval->add_option("--n", ea.n, "sequences per length")->capture_default_str();
+  eval->add_option("--batch", ea.batch, "sequences per batch")->capture_default_str();
+  eval->add_option("--seed", ea.seed, "evaluation seed (default: the training seed)");
+  eval->add_flag("--json", ea.json, "print one JSON document on stdout");
+  common.add(eval);
+
+  auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
+  auto* tasks = app.add_subcommand("tasks", "list tasks");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  }
+
+  if (*archs) cmd_archs();
+  if (*tasks) cmd_tasks();
+  if (*eval) {
+    common.apply();
+    cmd_eval(ea);
+  }
+  if (*train) {
+    common.apply();
+    const int64_t steps_override = train->count("--steps") ? trc.steps : 0;
+    auto r = train_model(mc, tc, trc, out, resume, steps_override);
+    if (train_json) {
+      std::cout << nlohmann::json{{"out", out},
+                                  {"start_step", r.start_step},
+                                  {"steps", r.steps},
+                                  {"first_loss", r.first_loss},
+                                  {"last_loss", r.last_loss},
+                                  {"eval_accuracy", r.eval_accuracy},
+                                  {"eval_loss", r.eval_loss},
+                                  {"seconds", r.seconds}}
+                       .dump()
+                << "\n";
+    } else {
+      fmt::print("trained {} steps in {:.1f}s: loss {:.4f} -> {:.4f}, eval accuracy {:.4f}\n{}\n",
+                 r.steps - r.start_step, r.seconds, r.first_loss, r.last_loss, r.eval_accuracy, out);
+    }
+  }
   return 0;
+}
+
+// The first line of a LibTorch error, without its C++ backtrace.
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const seqlab::Error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "error: {}\n", first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", first_line(e.what()));
+  }
+  return 2;
 }

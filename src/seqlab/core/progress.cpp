@@ -1,0 +1,70 @@
+#include "seqlab/core/progress.h"
+
+#include "seqlab/core/log.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace seqlab {
+
+bool stderr_is_tty() { return isatty(fileno(stderr)) != 0; }
+
+std::string format_duration(double s) {
+  if (!(s >= 0) || s > 1e7) return "?";
+  const int64_t t = static_cast<int64_t>(s + 0.5);
+  if (t >= 3600) return fmt::format("{}h{:02d}m", t / 3600, (t % 3600) / 60);
+  if (t >= 60) return fmt::format("{}m{:02d}s", t / 60, t % 60);
+  return fmt::format("{}s", t);
+}
+
+Progress::Progress(std::string label, int64_t total, int64_t start)
+    : label_(std::move(label)), total_(total), start_(start), done_(start), tty_(stderr_is_tty()) {
+  t0_ = last_draw_ = std::chrono::steady_clock::now();
+}
+
+Progress::~Progress() {
+  if (!finished_) finish();
+}
+
+void Progress::update(int64_t done, const std::string& status) {
+  done_ = done;
+  status_ = status;
+  const auto now = std::chrono::steady_clock::now();
+  const double since = std::chrono::duration<double>(now - last_draw_).count();
+  // Redraw a terminal at most 10 times a second; a log every 10 seconds.
+  if (since >= (tty_ ? 0.1 : 10.0)) {
+    last_draw_ = now;
+    draw(false);
+  }
+}
+
+void Progress::finish() {
+  if (finished_) return;
+  finished_ = true;
+  draw(true);
+}
+
+void Progress::draw(bool final) {
+  if (log_level() < 1) return;
+  const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  const double rate = el > 0 ? (done_ - start_) / el : 0.0;
+  const double eta = rate > 0 ? (total_ - done_) / rate : -1;
+  std::string line;
+  if (tty_) {
+    const int width = 24;
+    const int fill = total_ > 0 ? static_cast<int>(width * done_ / total_) : 0;
+    line = fmt::format("\r{}  [{}{}]  {}/{}  {:.1f} it/s  {} {}  {}\x1b[K", label_,
+                       std::string(fill, '#'), std::string(width - fill, '.'), done_, total_, rate,
+                       final ? "took" : "eta", format_duration(final ? el : eta), status_);
+    if (final) line += "\n";
+  } else {
+    line = fmt::format("{}  {}/{}  {:.1f} it/s  {} {}  {}\n", label_, done_, total_, rate,
+                       final ? "took" : "eta", format_duration(final ? el : eta), status_);
+  }
+  std::fputs(line.c_str(), stderr);
+  std::fflush(stderr);
+}
+
+}  // namespace seqlab

@@ -1,0 +1,49 @@
+#include "seqlab/mixers/gru.h"
+
+namespace seqlab {
+
+GRUImpl::GRUImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
+  const int64_t D = cfg.d_model;
+  // LibTorch's default Linear init is U(-1/sqrt(D), 1/sqrt(D)) for weight and bias, which is
+  // also torch.nn.GRU's init.
+  w_ih = register_module("w_ih", torch::nn::Linear(D, 3 * D));
+  w_hh = register_module("w_hh", torch::nn::Linear(D, 3 * D));
+  o = register_module("o", torch::nn::Linear(D, D));
+}
+
+torch::Tensor GRUImpl::recur(const torch::Tensor& xi_t, const torch::Tensor& h) {
+  auto hh = w_hh(h);                        // [B,3D]
+  auto xg = xi_t.chunk(3, -1);              // 3 x [B,D]: input side of r, z, n
+  auto hg = hh.chunk(3, -1);                // 3 x [B,D]: hidden side of r, z, n
+  auto r = torch::sigmoid(xg[0] + hg[0]);   // [B,D]
+  auto z = torch::sigmoid(xg[1] + hg[1]);   // [B,D]
+  auto n = torch::tanh(xg[2] + r * hg[2]);  // [B,D]
+  return n + z * (h - n);                   // [B,D]: (1 - z) n + z h
+}
+
+torch::Tensor GRUImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto xi = w_ih(x);  // [B,T,3D]: the input side for every step at once
+  auto h = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
+  std::vector<torch::Tensor> hs;
+  hs.reserve(T);
+  for (int64_t t = 0; t < T; ++t) {
+    h = recur(xi.select(1, t), h);  // [B,D]
+    hs.push_back(h);
+  }
+  return o(torch::stack(hs, 1));  // [B,T,D]
+}
+
+std::unique_ptr<MixerState> GRUImpl::init_state(int64_t batch) const {
+  auto s = std::make_unique<GRUState>();
+  s->h = torch::zeros({batch, cfg_.d_model}, state_options());
+  return s;
+}
+
+torch::Tensor GRUImpl::step(const torch::Tensor& x_t, MixerState& st) {
+  auto& s = state_as<GRUState>(st, "gru");
+  s.h = recur(w_ih(x_t), s.h);  // [B,D]
+  return o(s.h);                // [B,D]
+}
+
+}  // namespace seqlab

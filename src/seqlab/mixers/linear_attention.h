@@ -1,0 +1,100 @@
+// Causal linear attention, "Transformers are RNNs" (Katharopoulos et al. 2020, eq. 6, 16-20):
+//
+//   y_t = phi(q_t)^T S_t / (phi(q_t)^T z_t + eps * rho_t),   S_t = sum_{j<=t} phi(k_j) v_j^T,
+//                                                            z_t = sum_{j<=t} phi(k_j)
+//
+// per head, then o(concat heads), with eps = 1e-6. The normalizer rule, the same in every form:
+//   - ordinary maps: rho_t = 1, i.e. eps added to the denominator (never a clamp);
+//   - exponential maps (performer): rho_t = max_f phi(q_t)_f z_{t,f}, the largest term of the
+//     denominator, which scales exactly as the denominator does. The rule is then invariant to
+//     the offsets below, and eps changes y by at most 1e-6 relative whatever the input scale.
+//   A denominator that underflowed to exactly 0 (its numerator is 0 too) gives y_t = 0, not NaN.
+// phi is a FeatureMap submodule registered as "feature_map" (feature_maps/registry.h names them);
+// it sees the raw per-head q and k.
+//
+// Three exact forms of the same function, selectable with forward_form() for testing:
+//   quadratic  A = phi(Q) phi(K)^T masked to j <= t, y = A V / normalizer                O(T^2)
+//   chunked    chunks of C = cfg.chunk_size (the last may be shorter): masked quadratic inside a
+//              chunk plus the running state (S, z) of all earlier chunks                 O(T C)
+//   recurrent  the step() recurrence over t, from projections computed for all T at once O(T)
+// forward() uses chunked. Bidirectional (causal = false): no mask, every query sees the sums over
+// all T tokens; quadratic is then the unmasked product, chunked the state form over all T, and
+// recurrent (like step()) is an error.
+//
+// Offsets for exponential feature maps (performer). exp(W x~ - |x~|^2 / 2) leaves the fp32 range
+// for large inputs (|x~|^2 / 2 > 87 underflows every feature). Let l(x) = log phi(x) [F], which
+// the map computes in log space. Then:
+//   query: phi~(q_t) = exp(l(q_t) - max_f l(q_t)). A per-query factor cancels in the ratio.
+//   keys:  M_j = max_f l(k_j), and m_t = max_{j<=t} M_j, the running (cumulative) max. S_t and z_t
+//          are stored relative to m_t: S~_t = sum_{j<=t} exp(l(k_j) - m_t) v_j^T, and when a new
+//          key raises m, the old sums are rescaled by exp(m_old - m_new), as online softmax does.
+//   Every exponent is then <= 0, so nothing overflows, and every form uses these same offsets
+//   (quadratic: weights exp(M_j - m_t) inside the mask; chunked: the cummax inside a chunk, joined
+//   with the carried m). The offsets are detached from autograd: with this normalizer the output
+//   does not depend on them beyond rounding. The state carries m [B,H]; for the other maps m
+//   stays 0, unused. In bidirectional mode m is the max over all T keys.
+//   Why eps * rho and not a plain eps: the offsets make the largest query and key features 1, but
+//   their product can still be far below 1 (the query's and the keys' largest features differ),
+//   and a plain eps then dominates the denominator: measured, 1e-3 relative error at input scale
+//   4 and garbage at scale 8. With rho the forms match a double log-space reference at scales
+//   4, 8 and 12 (tests/test_linear_attention.cpp). Limit: one offset per head cannot keep the
+//   per-feature products in the normal fp32 range for extreme inputs (scale ~60 here); outputs
+//   stay finite there but lose precision. Per-feature offsets would fix that at O(T C F) cost.
+//
+// All attention arithmetic, and the state, is fp32 whatever the parameter dtype.
+#pragma once
+
+#include "seqlab/mixers/feature_maps/feature_map.h"
+#include "seqlab/mixers/mixer.h"
+
+namespace seqlab {
+
+struct LinearAttentionState : MixerStateBase<LinearAttentionState> {
+  torch::Tensor S;  // [B,H,F,Dh] fp32: sum phi(k_j) v_j^T (relative to exp(m) for performer)
+  torch::Tensor z;  // [B,H,F]    fp32: sum phi(k_j)       (relative to exp(m) for performer)
+  torch::Tensor m;  // [B,H]      fp32: running max key log-feature; -inf before the first token
+                    //                  for exponential maps, 0 (unused) for the others
+  void for_each(const std::function<void(const std::string&, torch::Tensor&)>& f) override {
+    f("S", S);
+    f("z", z);
+    f("m", m);
+  }
+};
+
+class LinearAttentionImpl : public MixerImpl {
+ public:
+  enum class Form { quadratic, chunked, recurrent };
+  static constexpr double kEps = 1e-6;  // added to every normalizer, in every form
+
+  explicit LinearAttentionImpl(const MixerConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x) override;
+  // x [B,T,D] -> [B,T,D] through the chosen form; all forms agree within fp32 rounding.
+  torch::Tensor forward_form(const torch::Tensor& x, Form form);
+  std::unique_ptr<MixerState> init_state(int64_t batch) const override;
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
+  bool needs_positions() const override { return true; }
+
+  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear v{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D]
+  FeatureMap feature_map;        // [B,H,T,Dh] -> [B,H,T,F]
+
+ private:
+  // The input side of every form: features and values of all T tokens, fp32.
+  struct Features {
+    torch::Tensor q;  // [B,H,T,F] phi~(q): per-query offset removed for exponential maps
+    torch::Tensor k;  // [B,H,T,F] phi(k), divided by exp(key_max) for exponential maps
+    torch::Tensor v;  // [B,H,T,Dh]
+    torch::Tensor key_max;  // [B,H,T] M_j for exponential maps; undefined for the others
+  };
+  Features featurize(const torch::Tensor& x);
+  torch::Tensor quadratic(const Features& f);  // -> [B,H,T,Dh]
+  torch::Tensor chunked(const Features& f);    // -> [B,H,T,Dh]
+  // One recurrence step on token t of f: advances s, returns y_t [B,H,Dh].
+  torch::Tensor recur(const Features& f, int64_t t, LinearAttentionState& s);
+  // [B,H,T,Dh] fp32 -> o(...) [B,T,D] in the dtype of x
+  torch::Tensor merge_heads(const torch::Tensor& y, const torch::Tensor& x);
+};
+
+}  // namespace seqlab

@@ -1,0 +1,52 @@
+#include "seqlab/mixers/lstm.h"
+
+namespace seqlab {
+
+LSTMImpl::LSTMImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
+  const int64_t D = cfg.d_model;
+  w_ih = register_module("w_ih", torch::nn::Linear(D, 4 * D));
+  w_hh = register_module("w_hh", torch::nn::Linear(D, 4 * D));
+  o = register_module("o", torch::nn::Linear(D, D));
+  torch::NoGradGuard ng;
+  w_ih->bias.narrow(0, D, D).fill_(1.0);  // forget slice: total forget bias starts at 1
+  w_hh->bias.narrow(0, D, D).zero_();
+}
+
+void LSTMImpl::recur(const torch::Tensor& xi_t, torch::Tensor& h, torch::Tensor& c) {
+  auto g = (xi_t + w_hh(h)).chunk(4, -1);  // 4 x [B,D]: pre-activations of i, f, g, o
+  auto i_gate = torch::sigmoid(g[0]);      // [B,D]
+  auto f_gate = torch::sigmoid(g[1]);      // [B,D]
+  auto cand = torch::tanh(g[2]);           // [B,D]
+  auto o_gate = torch::sigmoid(g[3]);      // [B,D]
+  c = f_gate * c + i_gate * cand;          // [B,D]
+  h = o_gate * torch::tanh(c);             // [B,D]
+}
+
+torch::Tensor LSTMImpl::forward(const torch::Tensor& x) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto xi = w_ih(x);  // [B,T,4D]: the input side for every step at once
+  auto h = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
+  auto c = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
+  std::vector<torch::Tensor> hs;
+  hs.reserve(T);
+  for (int64_t t = 0; t < T; ++t) {
+    recur(xi.select(1, t), h, c);  // h, c: [B,D]
+    hs.push_back(h);
+  }
+  return o(torch::stack(hs, 1));  // [B,T,D]
+}
+
+std::unique_ptr<MixerState> LSTMImpl::init_state(int64_t batch) const {
+  auto s = std::make_unique<LSTMState>();
+  s->h = torch::zeros({batch, cfg_.d_model}, state_options());
+  s->c = torch::zeros({batch, cfg_.d_model}, state_options());
+  return s;
+}
+
+torch::Tensor LSTMImpl::step(const torch::Tensor& x_t, MixerState& st) {
+  auto& s = state_as<LSTMState>(st, "lstm");
+  recur(w_ih(x_t), s.h, s.c);  // s.h, s.c: [B,D]
+  return o(s.h);               // [B,D]
+}
+
+}  // namespace seqlab

@@ -1,0 +1,74 @@
+#include "seqlab/mixers/softmax_attention.h"
+
+#include <cmath>
+
+namespace seqlab {
+
+SoftmaxAttentionImpl::SoftmaxAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
+  const int64_t D = cfg.d_model;
+  q = register_module("q", torch::nn::Linear(D, D));
+  k = register_module("k", torch::nn::Linear(D, D));
+  v = register_module("v", torch::nn::Linear(D, D));
+  o = register_module("o", torch::nn::Linear(D, D));
+}
+
+torch::Tensor SoftmaxAttentionImpl::split_heads(const torch::Tensor& x) const {
+  const int64_t B = x.size(0), T = x.size(1);
+  return x.view({B, T, cfg_.n_head, cfg_.d_head()}).transpose(1, 2);  // [B,T,D] -> [B,H,T,Dh]
+}
+
+torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
+  SEQLAB_CHECK(x.dim() == 3 && x.size(2) == cfg_.d_model,
+               "softmax attention: expected x [B,T,{}], got {}", cfg_.d_model,
+               fmt::join(x.sizes().vec(), ","));
+  const int64_t B = x.size(0), T = x.size(1);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_head()));
+  auto qh = split_heads(q(x));                                   // [B,H,T,Dh]
+  auto kh = split_heads(k(x));                                   // [B,H,T,Dh]
+  auto vh = split_heads(v(x));                                   // [B,H,T,Dh]
+  auto scores = torch::matmul(qh, kh.transpose(-1, -2)) * scale;  // [B,H,T,T]
+  if (cfg_.causal) {
+    auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);  // [T,T]
+    scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());  // [B,H,T,T]
+  }
+  auto y = torch::matmul(torch::softmax(scores, -1), vh);  // [B,H,T,Dh]
+  return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));  // [B,T,D]
+}
+
+std::unique_ptr<MixerState> SoftmaxAttentionImpl::init_state(int64_t batch) const {
+  auto s = std::make_unique<SoftmaxAttentionState>();
+  const auto opt = state_options();
+  s->k = torch::zeros({batch, cfg_.n_head, cfg_.max_len, cfg_.d_head()}, opt);
+  s->v = torch::zeros({batch, cfg_.n_head, cfg_.max_len, cfg_.d_head()}, opt);
+  s->len = torch::zeros({}, torch::kLong);
+  return s;
+}
+
+torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& st) {
+  auto& s = state_as<SoftmaxAttentionState>(st, "softmax");
+  SEQLAB_CHECK(cfg_.causal,
+               "softmax attention: step() needs a causal mixer; a bidirectional one has no "
+               "recurrent form");
+  SEQLAB_CHECK(x_t.dim() == 2 && x_t.size(1) == cfg_.d_model,
+               "softmax attention: expected x_t [B,{}], got {}", cfg_.d_model,
+               fmt::join(x_t.sizes().vec(), ","));
+  const int64_t B = x_t.size(0), H = cfg_.n_head, Dh = cfg_.d_head();
+  const int64_t t = s.len.item<int64_t>();
+  SEQLAB_CHECK(t < cfg_.max_len,
+               "softmax attention: the KV cache is full (max_len = {}); cannot step token {}",
+               cfg_.max_len, t + 1);
+  SEQLAB_CHECK(s.k.size(0) == B, "softmax attention: state batch {} != input batch {}",
+               s.k.size(0), B);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
+  auto qt = q(x_t).view({B, H, 1, Dh}).to(s.k.dtype());  // [B,D] -> [B,H,1,Dh]
+  s.k.narrow(2, t, 1).copy_(k(x_t).view({B, H, 1, Dh}));  // cache[:, :, t] = k_t [B,H,1,Dh]
+  s.v.narrow(2, t, 1).copy_(v(x_t).view({B, H, 1, Dh}));  // cache[:, :, t] = v_t [B,H,1,Dh]
+  s.len.fill_(t + 1);
+  auto kc = s.k.narrow(2, 0, t + 1);                                // [B,H,t+1,Dh]
+  auto vc = s.v.narrow(2, 0, t + 1);                                // [B,H,t+1,Dh]
+  auto scores = torch::matmul(qt, kc.transpose(-1, -2)) * scale;    // [B,H,1,t+1]
+  auto y = torch::matmul(torch::softmax(scores, -1), vc);           // [B,H,1,Dh]
+  return o(y.reshape({B, cfg_.d_model}).to(x_t.dtype()));          // [B,D]
+}
+
+}  // namespace seqlab

@@ -1,0 +1,45 @@
+// Multi-head softmax attention, "Attention Is All You Need" (Vaswani et al. 2017, eq. 1):
+//
+//   Attention(Q, K, V) = softmax(Q K^T / sqrt(Dh) + mask) V,   per head, then o(concat heads)
+//
+// causal (default): query t sees keys j <= t. causal = false: bidirectional, no mask, and no
+// recurrent form (step() is an error). Attention knows no order by itself: needs_positions().
+//
+// The recurrent form is the KV cache: step() appends k_t, v_t to a cache preallocated to
+// cfg.max_len and attends over the filled prefix. Writing a token past max_len is an error.
+#pragma once
+
+#include "seqlab/mixers/mixer.h"
+
+namespace seqlab {
+
+struct SoftmaxAttentionState : MixerStateBase<SoftmaxAttentionState> {
+  torch::Tensor k;    // [B,H,L,Dh] key cache, L = max_len; positions >= len are unused
+  torch::Tensor v;    // [B,H,L,Dh] value cache
+  torch::Tensor len;  // [] int64 on CPU: tokens cached so far (a tensor so snapshots carry it)
+  void for_each(const std::function<void(const std::string&, torch::Tensor&)>& f) override {
+    f("k", k);
+    f("v", v);
+    f("len", len);
+  }
+};
+
+class SoftmaxAttentionImpl : public MixerImpl {
+ public:
+  explicit SoftmaxAttentionImpl(const MixerConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x) override;
+  std::unique_ptr<MixerState> init_state(int64_t batch) const override;
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
+  bool needs_positions() const override { return true; }
+
+  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear v{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D]
+
+ private:
+  // [B,T,D] -> [B,H,T,Dh]
+  torch::Tensor split_heads(const torch::Tensor& x) const;
+};
+
+}  // namespace seqlab

@@ -1,0 +1,136 @@
+#include "seqlab/model/model.h"
+
+#include "seqlab/core/error.h"
+#include "seqlab/mixers/registry.h"
+
+#include <cmath>
+
+namespace seqlab {
+
+MlpImpl::MlpImpl(int64_t d_model, int64_t d_hidden) {
+  fc1 = register_module("fc1", torch::nn::Linear(d_model, d_hidden));
+  fc2 = register_module("fc2", torch::nn::Linear(d_hidden, d_model));
+}
+
+torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  return fc2(torch::gelu(fc1(x)));  // [...,D] -> [...,R*D] -> [...,D]
+}
+
+BlockImpl::BlockImpl(const ModelConfig& cfg) {
+  const int64_t D = cfg.mixer.d_model;
+  ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+  mixer = register_module("mixer", make_mixer(cfg.mixer));
+  ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+  if (cfg.mlp_ratio > 0) mlp = register_module("mlp", Mlp(D, cfg.mlp_ratio * D));
+}
+
+torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
+  auto h = x + mixer->forward(ln1(x));  // [B,T,D]
+  return mlp ? h + mlp(ln2(h)) : h;     // [B,T,D]
+}
+
+torch::Tensor BlockImpl::step(const torch::Tensor& x_t, MixerState& s) {
+  auto h = x_t + mixer->step(ln1(x_t), s);  // [B,D]
+  return mlp ? h + mlp(ln2(h)) : h;         // [B,D]
+}
+
+ModelState ModelState::clone() const {
+  ModelState c;
+  c.pos = pos;
+  for (const auto& l : layers) c.layers.push_back(l->clone());
+  return c;
+}
+
+torch::Tensor sinusoidal_positions(int64_t p0, int64_t T, int64_t D) {
+  auto pos = torch::arange(p0, p0 + T, torch::kFloat32).unsqueeze(1);  // [T,1]
+  auto i = torch::arange(0, D, 2, torch::kFloat32);                     // [ceil(D/2)]
+  auto freq = torch::exp(i * (-std::log(10000.0) / D));                 // [ceil(D/2)]
+  auto ang = pos * freq;                                                // [T,ceil(D/2)]
+  auto pe = torch::zeros({T, D});
+  pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, D, 2)}, torch::sin(ang));
+  pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, D, 2)},
+                torch::cos(ang).narrow(1, 0, D / 2));
+  return pe;  // [T,D]
+}
+
+SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
+  cfg_.validate();
+  const int64_t D = cfg_.mixer.d_model;
+  wte = register_module("wte", torch::nn::Embedding(cfg_.vocab_size, D));
+  torch::nn::init::normal_(wte->weight, 0.0, 0.02);
+  blocks = register_module("blocks", torch::nn::ModuleList());
+  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
+    block_list_.push_back(Block(cfg_));
+    blocks->push_back(block_list_.back());
+  }
+  pos_ = cfg_.resolved_pos(block_list_.front()->mixer->needs_positions());
+  if (pos_ == "learned") {
+    wpe = register_module("wpe", torch::nn::Embedding(cfg_.mixer.max_len, D));
+    torch::nn::init::normal_(wpe->weight, 0.0, 0.02);
+  }
+  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+  if (cfg_.head == "lm") {
+    if (!cfg_.tie_embeddings)
+      head = register_module("head",
+                             torch::nn::Linear(torch::nn::LinearOptions(D, cfg_.vocab_size).bias(false)));
+  } else {
+    head = register_module("head", torch::nn::Linear(D, cfg_.n_classes));
+  }
+}
+
+torch::Tensor SeqModelImpl::embed(const torch::Tensor& tokens, int64_t p0) {
+  const int64_t T = tokens.size(1);
+  SEQLAB_CHECK(pos_ == "none" || p0 + T <= cfg_.mixer.max_len,
+               "sequence of {} tokens is longer than this model's max_len ({})", p0 + T,
+               cfg_.mixer.max_len);
+  auto x = wte(tokens);  // [B,T,D]
+  if (pos_ == "learned")
+    x = x + wpe(torch::arange(p0, p0 + T, tokens.options()));  // + [T,D]
+  else if (pos_ == "sinusoidal")
+    x = x + sinusoidal_positions(p0, T, cfg_.mixer.d_model).to(x.device());  // + [T,D]
+  return x;
+}
+
+torch::Tensor SeqModelImpl::project(const torch::Tensor& h) {
+  if (!head) return torch::matmul(h, wte->weight.t());  // [...,D] x [D,V] -> [...,V]
+  return head(h);                                       // [...,V or C]
+}
+
+torch::Tensor SeqModelImpl::hidden(const torch::Tensor& tokens) {
+  SEQLAB_CHECK(tokens.dim() == 2, "tokens must be [B,T], got {} dims", tokens.dim());
+  auto x = embed(tokens, 0);  // [B,T,D]
+  for (auto& b : block_list_) x = b->forward(x);
+  return ln_f(x);  // [B,T,D]
+}
+
+torch::Tensor SeqModelImpl::forward(const torch::Tensor& tokens) {
+  auto h = hidden(tokens);  // [B,T,D]
+  if (cfg_.head != "classify") return project(h);
+  auto pooled = cfg_.pooling == "mean" ? h.mean(1) : h.select(1, h.size(1) - 1);  // [B,D]
+  return project(pooled);                                                          // [B,C]
+}
+
+ModelState SeqModelImpl::init_state(int64_t batch) const {
+  ModelState s;
+  for (const auto& b : block_list_) s.layers.push_back(b->mixer->init_state(batch));
+  return s;
+}
+
+torch::Tensor SeqModelImpl::step(const torch::Tensor& token, ModelState& s) {
+  SEQLAB_CHECK(cfg_.head != "classify", "step() is not defined for a classify head");
+  SEQLAB_CHECK(token.dim() == 1, "step() takes one token per sequence: [B], got {} dims",
+               token.dim());
+  auto x = embed(token.unsqueeze(1), s.pos).squeeze(1);  // [B,D]
+  for (size_t i = 0; i < block_list_.size(); ++i) x = block_list_[i]->step(x, *s.layers[i]);
+  s.pos += 1;
+  return project(ln_f(x));  // [B,V or C]
+}
+
+int64_t count_parameters(const torch::nn::Module& m, bool trainable_only) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters())
+    if (!trainable_only || p.requires_grad()) n += p.numel();
+  return n;
+}
+
+}  // namespace seqlab

@@ -1,0 +1,91 @@
+// SeqModel: token embeddings (+ positions where the mixer needs them), n_layer pre-norm blocks
+// (x + mixer(ln1(x)), then x + mlp(ln2(x))), a final LayerNorm and one of three heads:
+//
+//   lm        causal LM: logits over the vocabulary at every position (tied or untied)
+//   tag       a class per position (per-token tagger)
+//   classify  one class per sequence from the pooled final states (mean or last)
+//
+// Like every mixer it has a parallel form (forward) and a recurrent form (step over a ModelState),
+// and they agree: this is what makes a converted Transformer an RNN.
+//
+// Parameter names (the contract conversion and import/export rely on):
+//   wte.weight [V,D], wpe.weight [max_len,D] (learned positions only),
+//   blocks.{i}.ln1.{weight,bias} [D], blocks.{i}.mixer.*, blocks.{i}.ln2.*,
+//   blocks.{i}.mlp.fc1.{weight [R*D,D],bias}, blocks.{i}.mlp.fc2.{weight [D,R*D],bias},
+//   ln_f.{weight,bias} [D], head.{weight,bias} (untied lm: weight [V,D], no bias; tag/classify:
+//   weight [C,D], bias [C]).
+#pragma once
+
+#include "seqlab/mixers/mixer.h"
+#include "seqlab/model/model_config.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+namespace seqlab {
+
+struct MlpImpl : torch::nn::Module {
+  MlpImpl(int64_t d_model, int64_t d_hidden);
+  torch::Tensor forward(const torch::Tensor& x);  // [...,D] -> [...,D]
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+};
+TORCH_MODULE(Mlp);
+
+struct BlockImpl : torch::nn::Module {
+  explicit BlockImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);                 // [B,T,D] -> [B,T,D]
+  torch::Tensor step(const torch::Tensor& x_t, MixerState& s);  // [B,D] -> [B,D]
+  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  Mixer mixer;
+  Mlp mlp{nullptr};  // null when mlp_ratio == 0
+};
+TORCH_MODULE(Block);
+
+// The recurrent state of a whole model: one MixerState per block and the position of the next
+// token.
+struct ModelState {
+  std::vector<std::unique_ptr<MixerState>> layers;
+  int64_t pos = 0;
+  ModelState clone() const;
+};
+
+class SeqModelImpl : public torch::nn::Module {
+ public:
+  explicit SeqModelImpl(ModelConfig cfg);
+
+  // tokens [B,T] int64 -> lm: [B,T,V]; tag: [B,T,C]; classify: [B,C].
+  torch::Tensor forward(const torch::Tensor& tokens);
+  // The final-norm hidden states: tokens [B,T] -> [B,T,D].
+  torch::Tensor hidden(const torch::Tensor& tokens);
+
+  ModelState init_state(int64_t batch) const;
+  // One token per sequence: token [B] int64 -> lm: [B,V]; tag: [B,C]. Not for classify heads.
+  torch::Tensor step(const torch::Tensor& token, ModelState& s);
+
+  const ModelConfig& config() const { return cfg_; }
+
+  torch::nn::Embedding wte{nullptr};  // [V,D]
+  torch::nn::Embedding wpe{nullptr};  // [max_len,D], learned positions only
+  torch::nn::ModuleList blocks{nullptr};
+  torch::nn::LayerNorm ln_f{nullptr};
+  torch::nn::Linear head{nullptr};  // null for a tied lm head
+
+ private:
+  // Token + position embeddings: tokens [B,T], first position p0 -> [B,T,D].
+  torch::Tensor embed(const torch::Tensor& tokens, int64_t p0);
+  torch::Tensor project(const torch::Tensor& h);  // [...,D] -> [...,V or C]
+  ModelConfig cfg_;
+  std::string pos_;  // resolved: learned | sinusoidal | none
+  std::vector<Block> block_list_;
+};
+TORCH_MODULE(SeqModel);
+
+// Sinusoidal position encodings (Vaswani et al. 2017) for positions p0..p0+T-1: [T,D].
+torch::Tensor sinusoidal_positions(int64_t p0, int64_t T, int64_t D);
+
+// Number of parameters (trainable only when trainable_only).
+int64_t count_parameters(const torch::nn::Module& m, bool trainable_only = false);
+
+}  // namespace seqlab

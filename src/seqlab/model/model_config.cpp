@@ -1,0 +1,44 @@
+#include "seqlab/model/model_config.h"
+
+namespace seqlab {
+
+void ModelConfig::validate() {
+  mixer.validate();
+  SEQLAB_CHECK(vocab_size > 0, "vocab_size must be positive, got {}", vocab_size);
+  SEQLAB_CHECK(n_layer > 0, "n_layer must be positive, got {}", n_layer);
+  SEQLAB_CHECK(mlp_ratio >= 0, "mlp_ratio must be >= 0, got {}", mlp_ratio);
+  SEQLAB_CHECK(pos == "auto" || pos == "learned" || pos == "sinusoidal" || pos == "none",
+               "pos must be auto, learned, sinusoidal or none, got '{}'", pos);
+  SEQLAB_CHECK(head == "lm" || head == "tag" || head == "classify",
+               "head must be lm, tag or classify, got '{}'", head);
+  if (head != "lm")
+    SEQLAB_CHECK(n_classes > 1, "a {} head needs n_classes > 1, got {}", head, n_classes);
+  SEQLAB_CHECK(pooling == "mean" || pooling == "last", "pooling must be mean or last, got '{}'",
+               pooling);
+  SEQLAB_CHECK(head != "lm" || mixer.causal,
+               "an lm head needs a causal mixer (a bidirectional one would see the next token)");
+}
+
+std::string ModelConfig::resolved_pos(bool mixer_needs_positions) const {
+  if (pos != "auto") return pos;
+  return mixer_needs_positions ? "learned" : "none";
+}
+
+nlohmann::json ModelConfig::to_json() const {
+  nlohmann::json j;
+  const_cast<ModelConfig*>(this)->visit(ToJsonVisitor{j});
+  return j;
+}
+
+ModelConfig ModelConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  SEQLAB_CHECK(j.is_object(), "{}: expected a JSON object", source);
+  ModelConfig c;
+  FromJsonVisitor v{j, source, {}};
+  c.visit(v);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    SEQLAB_CHECK(v.known.count(it.key()), "{}: unknown field '{}'", source, it.key());
+  c.validate();
+  return c;
+}
+
+}  // namespace seqlab

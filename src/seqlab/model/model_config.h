@@ -1,0 +1,49 @@
+// ModelConfig: a whole model (embeddings, blocks of one mixer kind, head) as one typed field list.
+// It is written to config.json and read back strictly; see core/fields.h for how one list drives
+// defaults, CLI flags, --help and JSON.
+#pragma once
+
+#include "seqlab/mixers/mixer_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace seqlab {
+
+struct ModelConfig {
+  MixerConfig mixer;
+  int64_t vocab_size = 0;   // V: input tokens
+  int64_t n_layer = 0;      // blocks
+  int64_t mlp_ratio = 0;    // MLP width = mlp_ratio * D; 0 = no MLP (mixer-only blocks)
+  std::string pos;          // auto | learned | sinusoidal | none
+  bool tie_embeddings = 0;  // lm head shares the token embedding
+  std::string head;         // lm (next token over V) | tag (a class per token) | classify (pooled)
+  int64_t n_classes = 0;    // tag / classify: output classes
+  std::string pooling;      // classify: mean | last
+
+  template <class V>
+  void visit(V&& v) {
+    mixer.visit(v);
+    v(n_layer, "n-layer", int64_t{2}, "number of blocks");
+    v(mlp_ratio, "mlp-ratio", int64_t{4}, "MLP width as a multiple of d_model (0 = no MLP)");
+    v(pos, "pos", std::string("auto"),
+      "positions: auto (learned for attention, none for recurrent mixers)|learned|sinusoidal|none");
+    v(tie_embeddings, "tie-embeddings", true, "lm head shares the token embedding matrix");
+    v(vocab_size, "vocab-size", int64_t{2}, "input vocabulary size (set by the task)");
+    v(head, "head", std::string("lm"), "output head: lm|tag|classify (set by the task)");
+    v(n_classes, "n-classes", int64_t{0}, "classes of a tag/classify head (set by the task)");
+    v(pooling, "pooling", std::string("mean"), "classify head pooling: mean|last");
+  }
+
+  ModelConfig() { visit(DefaultsVisitor{}); }
+
+  // Resolves aliases and 'auto' values; throws seqlab::Error on an impossible combination.
+  void validate();
+  // Positions actually used, after resolving 'auto' for this mixer.
+  std::string resolved_pos(bool mixer_needs_positions) const;
+
+  nlohmann::json to_json() const;
+  // Strict: unknown keys and wrong types are errors naming `source`.
+  static ModelConfig from_json(const nlohmann::json& j, const std::string& source);
+};
+
+}  // namespace seqlab

@@ -1,0 +1,95 @@
+#include "seqlab/model/model_dir.h"
+
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/core/error.h"
+#include "seqlab/core/safetensors.h"
+
+#include <filesystem>
+
+namespace seqlab {
+
+namespace fs = std::filesystem;
+
+std::map<std::string, torch::Tensor> model_tensors(torch::nn::Module& m) {
+  std::map<std::string, torch::Tensor> t;
+  for (const auto& p : m.named_parameters()) t[p.key()] = p.value();
+  for (const auto& b : m.named_buffers()) t[b.key()] = b.value();
+  return t;
+}
+
+void load_model_tensors(torch::nn::Module& m, const std::map<std::string, torch::Tensor>& t,
+                        const std::string& source) {
+  ShapeList expected;
+  auto own = model_tensors(m);
+  for (const auto& [name, v] : own) expected.emplace_back(name, v.sizes().vec());
+  check_tensor_set(t, expected, source);
+  torch::NoGradGuard ng;
+  for (auto& [name, v] : own) {
+    const auto& src = t.at(name);
+    SEQLAB_CHECK(src.is_floating_point() == v.is_floating_point(),
+                 "{}: tensor '{}' has dtype {}, expected {}", source, name,
+                 c10::toString(src.scalar_type()), c10::toString(v.scalar_type()));
+    v.copy_(src);
+  }
+}
+
+void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann::json& sections) {
+  ensure_dir(dir);
+  nlohmann::json j;
+  j["format"] = "seqlab-model";
+  j["format_version"] = kFormatVersion;
+  j["seqlab_version"] = SEQLAB_VERSION;
+  j["model"] = model.config().to_json();
+  for (auto it = sections.begin(); it != sections.end(); ++it) j[it.key()] = it.value();
+  // Weights first, config last: a directory whose config.json exists has its weights too.
+  save_safetensors((fs::path(dir) / kWeightsFile).string(), model_tensors(model),
+                   {{"format", "pt"}, {"seqlab_version", SEQLAB_VERSION}});
+  write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
+}
+
+nlohmann::json read_config_json(const std::string& dir) {
+  SEQLAB_CHECK(fs::is_directory(dir), "{}: not a directory (expected a model directory)", dir);
+  const std::string path = (fs::path(dir) / kConfigFile).string();
+  SEQLAB_CHECK(fs::exists(path), "{}: missing (not a model directory?)", path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    fail("{}: not valid JSON ({})", path, e.what());
+  }
+  SEQLAB_CHECK(j.is_object(), "{}: expected a JSON object", path);
+  SEQLAB_CHECK(j.value("format", "") == "seqlab-model",
+               "{}: not a seqlab model config (\"format\" is not \"seqlab-model\")", path);
+  SEQLAB_CHECK(j.contains("format_version") && j["format_version"].is_number_integer(),
+               "{}: missing integer format_version", path);
+  const int fv = j["format_version"].get<int>();
+  SEQLAB_CHECK(fv == kFormatVersion, "{}: format_version {} is not supported (this seqlab reads {})",
+               path, fv, kFormatVersion);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& k = it.key();
+    SEQLAB_CHECK(k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" ||
+                     k == "task" || k == "train",
+                 "{}: unknown field '{}'", path, k);
+  }
+  SEQLAB_CHECK(j.contains("model"), "{}: missing \"model\" section", path);
+  return j;
+}
+
+LoadedModel load_model_dir(const std::string& dir) {
+  auto j = read_config_json(dir);
+  const std::string cfg_path = (fs::path(dir) / kConfigFile).string();
+  LoadedModel out;
+  out.config = ModelConfig::from_json(j["model"], cfg_path);
+  out.sections = nlohmann::json::object();
+  for (const char* k : {"task", "train"})
+    if (j.contains(k)) out.sections[k] = j[k];
+  out.model = SeqModel(out.config);
+  const std::string w = (fs::path(dir) / kWeightsFile).string();
+  SEQLAB_CHECK(fs::exists(w), "{}: missing", w);
+  auto file = load_safetensors(w);
+  load_model_tensors(*out.model, file.tensors, w);
+  out.model->eval();
+  return out;
+}
+
+}  // namespace seqlab

@@ -1,0 +1,59 @@
+#include "seqlab/tasks/task.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+namespace seqlab {
+
+nlohmann::json TaskConfig::to_json() const {
+  nlohmann::json j;
+  const_cast<TaskConfig*>(this)->visit(ToJsonVisitor{j});
+  return j;
+}
+
+TaskConfig TaskConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  SEQLAB_CHECK(j.is_object(), "{}: task config must be a JSON object", source);
+  TaskConfig c;
+  FromJsonVisitor v{j, source, {}};
+  c.visit(v);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    SEQLAB_CHECK(v.known.count(it.key()), "{}: unknown task field '{}'", source, it.key());
+  return c;
+}
+
+torch::Tensor task_loss(const torch::Tensor& logits, const Batch& b) {
+  if (logits.dim() == 2) return torch::nn::functional::cross_entropy(logits, b.target);
+  auto flat = logits.reshape({-1, logits.size(-1)});            // [B*T,C]
+  auto ce = torch::nn::functional::cross_entropy(
+      flat, b.target.reshape({-1}),
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
+  auto m = b.mask.reshape({-1}).to(ce.dtype());                                   // [B*T]
+  return (ce * m).sum() / m.sum().clamp_min(1.0);
+}
+
+Score Task::score(const torch::Tensor& logits, const Batch& b) const {
+  torch::NoGradGuard ng;
+  Score s;
+  s.loss = task_loss(logits, b).item<double>();
+  auto pred = logits.argmax(-1);  // [B,T] or [B]
+  auto right = pred.eq(b.target);
+  if (logits.dim() == 2) {
+    s.n = b.target.size(0);
+    s.accuracy = right.to(torch::kDouble).mean().item<double>();
+  } else {
+    s.n = b.mask.sum().item<int64_t>();
+    s.accuracy = s.n ? right.logical_and(b.mask).sum().item<double>() / s.n : 0.0;
+  }
+  return s;
+}
+
+uint64_t mix_seed(uint64_t seed, uint64_t stream) {
+  // splitmix64 of the pair: adjacent steps give unrelated streams.
+  uint64_t z = seed * 0x9E3779B97F4A7C15ULL + stream + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+torch::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+
+}  // namespace seqlab

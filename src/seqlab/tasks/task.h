@@ -1,0 +1,67 @@
+// The task interface: a seeded generator of (input, target, mask) batches and a scorer.
+//
+// A task is deterministic per seed: sample(B, T, seed) always returns the same batch, so training
+// data needs no cursor beyond the step number (exact resume), and evaluation sets are fixed.
+#pragma once
+
+#include "seqlab/core/fields.h"
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace seqlab {
+
+struct TaskConfig {
+  std::string task;  // registry name
+  int64_t min_len = 0, max_len = 0;  // training lengths (inclusive), sampled uniformly per batch
+
+  template <class V>
+  void visit(V&& v) {
+    v(task, "task", std::string("parity"), "task name (see `seqlab tasks`)");
+    v(min_len, "min-len", int64_t{1}, "shortest training sequence");
+    v(max_len, "max-len", int64_t{40}, "longest training sequence");
+  }
+  TaskConfig() { visit(DefaultsVisitor{}); }
+  nlohmann::json to_json() const;
+  static TaskConfig from_json(const nlohmann::json& j, const std::string& source);
+};
+
+struct Batch {
+  torch::Tensor input;   // [B,T] int64 tokens
+  torch::Tensor target;  // [B,T] int64 (lm/tag) or [B] (classify)
+  torch::Tensor mask;    // [B,T] bool: positions that are trained on and scored (lm/tag only)
+};
+
+struct Score {
+  double loss = 0;      // mean cross-entropy over scored positions
+  double accuracy = 0;  // fraction of scored positions (or sequences) predicted right
+  int64_t n = 0;        // scored positions (or sequences)
+};
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual std::string head() const = 0;  // lm | tag | classify
+  virtual int64_t n_classes() const = 0;  // 0 for lm
+  virtual int64_t min_length() const { return 1; }
+  // A batch of B sequences of length T; deterministic in seed.
+  virtual Batch sample(int64_t batch, int64_t length, uint64_t seed) const = 0;
+  // Scores model output (lm/tag: [B,T,C]; classify: [B,C]) against a batch.
+  virtual Score score(const torch::Tensor& logits, const Batch& b) const;
+};
+
+// The training loss: mean cross-entropy over the scored positions (or sequences).
+torch::Tensor task_loss(const torch::Tensor& logits, const Batch& b);
+
+// Mixes a base seed with a stream index (a step, a length): independent deterministic streams.
+uint64_t mix_seed(uint64_t seed, uint64_t stream);
+
+// A CPU torch generator seeded with seed.
+torch::Generator make_generator(uint64_t seed);
+
+}  // namespace seqlab

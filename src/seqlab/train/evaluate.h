@@ -1,0 +1,23 @@
+// Evaluation of a model on a task at given lengths, on fixed seeded evaluation sets.
+#pragma once
+
+#include "seqlab/model/model.h"
+#include "seqlab/tasks/task.h"
+
+namespace seqlab {
+
+struct EvalResult {
+  int64_t length = 0;
+  double accuracy = 0, loss = 0;
+  int64_t n = 0;  // scored positions (or sequences)
+};
+
+// Scores `n_seq` sequences of `length` tokens, in batches of `batch`, from the evaluation stream
+// of `seed` (disjoint from the training stream of the same seed).
+EvalResult evaluate(SeqModelImpl& model, const Task& task, int64_t length, int64_t n_seq,
+                    int64_t batch, uint64_t seed);
+
+// The seed of the evaluation stream for a length: never equal to a training-step seed.
+uint64_t eval_seed(uint64_t seed, int64_t length);
+
+}  // namespace seqlab

@@ -1,0 +1,64 @@
+// The trainer: AdamW with warmup + cosine, gradient clipping, periodic evaluation, metrics.jsonl,
+// atomic checkpoints and exact resume.
+//
+// Exact resume: training batch s is sampled from mix_seed(seed, s), so the data cursor is the step
+// number; train_state.safetensors holds the step, the weights and the optimizer moments in one
+// atomically written file. A run interrupted and resumed ends with bitwise the same weights as an
+// uninterrupted one (tests/test_trainer.cpp).
+#pragma once
+
+#include "seqlab/model/model_config.h"
+#include "seqlab/tasks/task.h"
+
+#include <string>
+
+namespace seqlab {
+
+inline const char* kTrainStateFile = "train_state.safetensors";
+inline const char* kMetricsFile = "metrics.jsonl";
+
+struct TrainConfig {
+  int64_t steps = 0, batch = 0, warmup = 0;
+  double lr = 0, weight_decay = 0, min_lr_ratio = 0, clip = 0;
+  uint64_t seed = 0;
+  int64_t eval_every = 0, eval_size = 0, log_every = 0, checkpoint_every = 0;
+
+  template <class V>
+  void visit(V&& v) {
+    v(steps, "steps", int64_t{1000}, "optimizer steps");
+    v(batch, "batch", int64_t{32}, "sequences per batch");
+    v(lr, "lr", 1e-3, "peak learning rate");
+    v(warmup, "warmup", int64_t{50}, "linear warmup steps");
+    v(min_lr_ratio, "min-lr-ratio", 0.1, "final learning rate of the cosine, as a fraction of lr");
+    v(weight_decay, "weight-decay", 0.01, "AdamW weight decay (matrices only)");
+    v(clip, "clip", 1.0, "clip the global gradient norm to this (0 = off)");
+    v(seed, "seed", uint64_t{0}, "seed of initialisation and data");
+    v(eval_every, "eval-every", int64_t{0}, "evaluate every N steps (0 = 10 times per run)");
+    v(eval_size, "eval-size", int64_t{256}, "sequences in each periodic evaluation");
+    v(log_every, "log-every", int64_t{10}, "write a metrics.jsonl line every N steps");
+    v(checkpoint_every, "checkpoint-every", int64_t{0},
+      "write a resumable checkpoint every N steps (0 = only at the end)");
+  }
+  TrainConfig() { visit(DefaultsVisitor{}); }
+  void validate() const;
+  nlohmann::json to_json() const;
+  static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
+};
+
+struct TrainOutcome {
+  int64_t start_step = 0, steps = 0;  // resumed from, finished at
+  double first_loss = 0, last_loss = 0;  // mean training loss of the first / last log window
+  double eval_accuracy = 0, eval_loss = 0;  // final evaluation at the longest training length
+  double seconds = 0;
+};
+
+// Trains a model for a task and writes the model directory `out`. With resume = true and a
+// checkpoint in `out`, continues from it with the configs saved there (train.steps may be raised
+// by steps_override > 0). Without resume, refuses an `out` that already holds a model.
+// stop_after > 0 ends the run early after that step (as an interruption would), having written a
+// checkpoint there; a later resume continues the same schedule.
+TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig train_cfg,
+                         const std::string& out, bool resume, int64_t steps_override = 0,
+                         int64_t stop_after = 0);
+
+}  // namespace seqlab

@@ -1,0 +1,104 @@
+#include "seqlab/model/model.h"
+
+#include "mixer_testing.h"
+
+using namespace seqlab;
+using namespace seqlab::testing;
+
+namespace {
+
+ModelConfig tiny(const std::string& arch, const std::string& head = "lm") {
+  ModelConfig c;
+  c.mixer = small_config(arch);
+  c.n_layer = 2;
+  c.vocab_size = 11;
+  c.head = head;
+  c.n_classes = head == "lm" ? 0 : 3;
+  c.validate();
+  return c;
+}
+
+// The whole model's recurrent form equals its parallel form: what makes it an RNN.
+::testing::AssertionResult model_step_matches_forward(SeqModelImpl& m, int64_t B, int64_t T) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(5);
+  auto tokens = torch::randint(0, m.config().vocab_size, {B, T}, torch::kLong);
+  auto par = m.forward(tokens);  // [B,T,V]
+  auto s = m.init_state(B);
+  std::vector<torch::Tensor> ys;
+  for (int64_t t = 0; t < T; ++t) ys.push_back(m.step(tokens.select(1, t), s));
+  return all_close(par, torch::stack(ys, 1), 2e-5, "model step vs forward");
+}
+
+}  // namespace
+
+class ModelArchs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelArchs, StepMatchesForward) {
+  torch::manual_seed(3);
+  SeqModelImpl m(tiny(GetParam()));
+  EXPECT_TRUE(model_step_matches_forward(m, 2, 9));
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ModelArchs,
+                         ::testing::Values("softmax", "elu1", "relu", "rfa", "performer", "t2r",
+                                           "hedgehog", "elman", "gru", "lstm", "qrnn", "s4d",
+                                           "mamba"));
+
+TEST(Model, ParameterNamesAreTheContract) {
+  SeqModelImpl m(tiny("softmax"));
+  auto p = m.named_parameters();
+  for (auto n : {"wte.weight", "wpe.weight", "blocks.0.ln1.weight", "blocks.0.mixer.q.weight",
+                 "blocks.1.mlp.fc1.weight", "blocks.1.mlp.fc2.bias", "ln_f.weight"})
+    EXPECT_TRUE(p.contains(n)) << n;
+  EXPECT_FALSE(p.contains("head.weight")) << "a tied lm head has no weight of its own";
+}
+
+TEST(Model, RecurrentMixersGetNoPositionsByDefault) {
+  SeqModelImpl m(tiny("lstm"));
+  EXPECT_FALSE(m.named_parameters().contains("wpe.weight"));
+}
+
+TEST(Model, TagAndClassifyHeadShapes) {
+  torch::NoGradGuard ng;
+  SeqModelImpl tag(tiny("gru", "tag"));
+  auto tokens = torch::randint(0, 11, {2, 7}, torch::kLong);
+  EXPECT_EQ(tag.forward(tokens).sizes(), (std::vector<int64_t>{2, 7, 3}));
+  SeqModelImpl cls(tiny("gru", "classify"));
+  EXPECT_EQ(cls.forward(tokens).sizes(), (std::vector<int64_t>{2, 3}));
+  auto s = cls.init_state(2);
+  EXPECT_THROW(cls.step(tokens.select(1, 0), s), seqlab::Error);
+}
+
+TEST(Model, SinusoidalPositionsAreShiftConsistent) {
+  auto all = sinusoidal_positions(0, 10, 8);
+  auto tail = sinusoidal_positions(4, 6, 8);
+  EXPECT_TRUE(all_close(all.narrow(0, 4, 6), tail, 1e-6));
+  EXPECT_NEAR(all[0][1].item<double>(), 1.0, 1e-7);  // cos(0)
+}
+
+TEST(Model, SinusoidalModelStepMatchesForward) {
+  auto c = tiny("elu1");
+  c.pos = "sinusoidal";
+  torch::manual_seed(4);
+  SeqModelImpl m(c);
+  EXPECT_TRUE(model_step_matches_forward(m, 2, 9));
+}
+
+TEST(Model, TooLongForLearnedPositionsIsAnError) {
+  SeqModelImpl m(tiny("softmax"));  // max_len 64
+  auto tokens = torch::zeros({1, 65}, torch::kLong);
+  EXPECT_THROW(m.forward(tokens), seqlab::Error);
+}
+
+TEST(Model, StateCloneBranchesIndependently) {
+  torch::NoGradGuard ng;
+  SeqModelImpl m(tiny("softmax"));
+  auto s = m.init_state(1);
+  m.step(torch::tensor({1}, torch::kLong), s);
+  auto c = s.clone();
+  auto a = m.step(torch::tensor({2}, torch::kLong), s);
+  auto b = m.step(torch::tensor({2}, torch::kLong), c);
+  EXPECT_TRUE(all_close(a, b, 0.0));
+  EXPECT_EQ(s.pos, 2);
+}

@@ -1,0 +1,97 @@
+#include "seqlab/model/model_dir.h"
+
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/core/safetensors.h"
+
+#include "mixer_testing.h"
+
+#include <filesystem>
+
+using namespace seqlab;
+using namespace seqlab::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string tmp_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("seqlab_test_model_dir_" + name);
+  fs::remove_all(d);
+  return d.string();
+}
+
+ModelConfig tiny(const std::string& arch) {
+  ModelConfig c;
+  c.mixer = small_config(arch);
+  c.vocab_size = 7;
+  c.validate();
+  return c;
+}
+
+std::string load_error(const std::string& dir) {
+  try {
+    load_model_dir(dir);
+  } catch (const seqlab::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+class ModelDirArchs : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ModelDirArchs, RoundTripGivesEqualLogits) {
+  const auto dir = tmp_dir("rt_" + GetParam());
+  torch::manual_seed(2);
+  SeqModelImpl m(tiny(GetParam()));
+  save_model_dir(dir, m, {{"task", {{"task", "parity"}}}});
+  auto back = load_model_dir(dir);
+  torch::NoGradGuard ng;
+  m.eval();
+  auto tokens = torch::randint(0, 7, {2, 9}, torch::kLong);
+  EXPECT_TRUE(all_close(m.forward(tokens), back.model->forward(tokens), 0.0));
+  EXPECT_EQ(back.sections["task"]["task"], "parity");
+}
+
+// rfa and performer keep their random matrices as buffers: they must survive the round trip.
+INSTANTIATE_TEST_SUITE_P(All, ModelDirArchs,
+                         ::testing::Values("softmax", "rfa", "performer", "hedgehog", "lstm",
+                                           "s4d", "mamba"));
+
+TEST(ModelDir, RejectsMissingAndExtraTensors) {
+  const auto dir = tmp_dir("bad");
+  SeqModelImpl m(tiny("gru"));
+  save_model_dir(dir, m);
+  const auto w = (fs::path(dir) / kWeightsFile).string();
+  auto t = load_safetensors(w).tensors;
+  auto missing = t;
+  missing.erase("ln_f.weight");
+  save_safetensors(w, missing);
+  auto e = load_error(dir);
+  EXPECT_NE(e.find("ln_f.weight"), std::string::npos) << e;
+  EXPECT_NE(e.find("model.safetensors"), std::string::npos) << e;
+  auto extra = t;
+  extra["blocks.9.mixer.w_ih.weight"] = torch::zeros({2});
+  save_safetensors(w, extra);
+  e = load_error(dir);
+  EXPECT_NE(e.find("blocks.9.mixer.w_ih.weight"), std::string::npos) << e;
+  auto wrong = t;
+  wrong["wte.weight"] = torch::zeros({8, 16});
+  save_safetensors(w, wrong);
+  e = load_error(dir);
+  EXPECT_NE(e.find("wte.weight"), std::string::npos) << e;
+}
+
+TEST(ModelDir, RejectsBadConfig) {
+  const auto dir = tmp_dir("cfg");
+  SeqModelImpl m(tiny("gru"));
+  save_model_dir(dir, m);
+  const auto cfg = (fs::path(dir) / kConfigFile).string();
+  write_file_atomic(cfg, "{not json");
+  EXPECT_NE(load_error(dir).find("not valid JSON"), std::string::npos);
+  write_file_atomic(cfg, R"({"format":"seqlab-model","format_version":99,"model":{}})");
+  EXPECT_NE(load_error(dir).find("format_version 99"), std::string::npos);
+  write_file_atomic(cfg, R"({"format":"seqlab-model","format_version":1,"model":{},"extra":1})");
+  EXPECT_NE(load_error(dir).find("unknown field 'extra'"), std::string::npos);
+  EXPECT_NE(load_error(tmp_dir("nothing")).find("not a directory"), std::string::npos);
+}

@@ -1,0 +1,23 @@
+// CLI11 flags from a config's field list (see src/seqlab/core/fields.h): one line per option in
+// the config struct gives its flag, default and --help text here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <set>
+#include <string>
+
+namespace seqlab::cli {
+
+struct AddFlagsVisitor {
+  CLI::App* app;
+  std::string group;
+  std::set<std::string> skip;  // fields the command sets itself (e.g. vocab size from the task)
+  template <class T, class D>
+  void operator()(T& field, const char* flag, const D&, const char* help) {
+    if (skip.count(flag)) return;
+    app->add_option(std::string("--") + flag, field, help)->capture_default_str()->group(group);
+  }
+};
+
+}  // namespace seqlab::cli
