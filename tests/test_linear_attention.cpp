@@ -245,8 +245,8 @@ TEST(LinearAttention, PerformerLargeInputsAreExactWherePlainFeaturesUnderflow) {
     EXPECT_TRUE(all_close(run_steps(m, x), quad, tol, "recurrent vs quadratic")) << scale;
     if (scale == 12.0) {
       auto heads = [](const torch::Tensor& p) { return p.view({2, 13, 2, 8}).transpose(1, 2); };
-      auto pq = m.feature_map->forward(heads(m.q(x)), true);   // [B,H,T,F]
-      auto pk = m.feature_map->forward(heads(m.k(x)), false);  // [B,H,T,F]
+      auto pq = m.feature_map->forward(heads(m.q(x)), true);                    // [B,H,T,F]
+      auto pk = m.feature_map->forward(heads(m.k(x)), false);                   // [B,H,T,F]
       auto plain_den = torch::matmul(pq, pk.transpose(-1, -2)).tril().sum(-1);  // [B,H,T]
       EXPECT_TRUE((plain_den == 0).any().item<bool>()) << "plain features did not underflow";
     }

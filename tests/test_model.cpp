@@ -102,3 +102,13 @@ TEST(Model, StateCloneBranchesIndependently) {
   EXPECT_TRUE(all_close(a, b, 0.0));
   EXPECT_EQ(s.pos, 2);
 }
+
+TEST(Model, LayersDrawTheirOwnRandomFeatures) {
+  for (auto arch : {"rfa", "performer"}) {
+    SeqModelImpl m(tiny(arch));
+    auto b = m.named_buffers();
+    ASSERT_TRUE(b.contains("blocks.0.mixer.feature_map.w")) << arch;
+    EXPECT_FALSE(b["blocks.0.mixer.feature_map.w"].equal(b["blocks.1.mixer.feature_map.w"]))
+        << arch << ": two layers share one random matrix";
+  }
+}

@@ -55,8 +55,8 @@ TEST_P(ModelDirArchs, RoundTripGivesEqualLogits) {
 
 // rfa and performer keep their random matrices as buffers: they must survive the round trip.
 INSTANTIATE_TEST_SUITE_P(All, ModelDirArchs,
-                         ::testing::Values("softmax", "rfa", "performer", "hedgehog", "lstm",
-                                           "s4d", "mamba"));
+                         ::testing::Values("softmax", "rfa", "performer", "hedgehog", "lstm", "s4d",
+                                           "mamba"));
 
 TEST(ModelDir, RejectsMissingAndExtraTensors) {
   const auto dir = tmp_dir("bad");

@@ -67,8 +67,7 @@ void cmd_archs() {
   fmt::print("architectures (--arch):\n");
   for (const auto& e : mixer_registry()) fmt::print("  {:<10} {}\n", e.name, e.description);
   fmt::print("feature maps (--arch linear --feature-map NAME, or --arch NAME):\n");
-  for (const auto& e : feature_map_registry())
-    fmt::print("  {:<10} {}\n", e.name, e.description);
+  for (const auto& e : feature_map_registry()) fmt::print("  {:<10} {}\n", e.name, e.description);
 }
 
 void cmd_tasks() {
@@ -99,14 +98,16 @@ void cmd_eval(const EvalArgs& a) {
                "head {})",
                a.model, mc.vocab_size, mc.head, tc.task, task->vocab_size(), task->head());
   SEQLAB_CHECK(a.n > 0 && a.batch > 0, "--n and --batch must be positive");
-  const auto lengths = a.lengths.empty() ? std::vector<int64_t>{tc.max_len} : parse_lengths(a.lengths);
+  const auto lengths =
+      a.lengths.empty() ? std::vector<int64_t>{tc.max_len} : parse_lengths(a.lengths);
   for (auto L : lengths)
     SEQLAB_CHECK(L >= task->min_length(), "--lengths: {} is below task {}'s minimum length {}", L,
                  tc.task, task->min_length());
   nlohmann::json results = nlohmann::json::array();
   for (auto L : lengths) {
     auto r = evaluate(*lm.model, *task, L, a.n, a.batch, seed);
-    results.push_back({{"length", r.length}, {"accuracy", r.accuracy}, {"loss", r.loss}, {"n", r.n}});
+    results.push_back(
+        {{"length", r.length}, {"accuracy", r.accuracy}, {"loss", r.loss}, {"n", r.n}});
   }
   if (a.json) {
     nlohmann::json doc = {{"task", tc.task}, {"arch", mc.mixer.arch}, {"results", results}};
@@ -138,9 +139,10 @@ int run(int argc, char** argv) {
   mc.visit(cli::AddFlagsVisitor{train, "Model", {"vocab-size", "head", "n-classes"}});
   trc.visit(cli::AddFlagsVisitor{train, "Training", {}});
   train->add_option("--out", out, "model directory to write")->required()->group("Output");
-  train->add_flag("--resume", resume,
-                  "continue from the checkpoint in --out (saved configs are used; --steps may "
-                  "extend the run)")
+  train
+      ->add_flag("--resume", resume,
+                 "continue from the checkpoint in --out (saved configs are used; --steps may "
+                 "extend the run)")
       ->group("Output");
   train->add_flag("--json", train_json, "print a JSON summary on stdout")->group("Output");
   common.add(train);
@@ -161,6 +163,16 @@ int run(int argc, char** argv) {
   auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
   auto* tasks = app.add_subcommand("tasks", "list tasks");
 
+  std::string names;
+  bool known = false;
+  for (const auto* sc : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sc->get_name();
+    known = known || (argc > 1 && sc->get_name() == argv[1]);
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    fmt::print(stderr, "error: unknown command '{}' (commands: {})\n", argv[1], names);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -197,14 +209,17 @@ int run(int argc, char** argv) {
                 << "\n";
     } else {
       fmt::print("trained {} steps in {:.1f}s: loss {:.4f} -> {:.4f}, eval accuracy {:.4f}\n{}\n",
-                 r.steps - r.start_step, r.seconds, r.first_loss, r.last_loss, r.eval_accuracy, out);
+                 r.steps - r.start_step, r.seconds, r.first_loss, r.last_loss, r.eval_accuracy,
+                 out);
     }
   }
   return 0;
 }
 
 // The first line of a LibTorch error, without its C++ backtrace.
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+std::string first_line(const std::string& s) {
+  return s.substr(0, s.find('\n'));
+}
 
 }  // namespace
 

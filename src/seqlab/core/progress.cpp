@@ -9,7 +9,9 @@
 
 namespace seqlab {
 
-bool stderr_is_tty() { return isatty(fileno(stderr)) != 0; }
+bool stderr_is_tty() {
+  return isatty(fileno(stderr)) != 0;
+}
 
 std::string format_duration(double s) {
   if (!(s >= 0) || s > 1e7) return "?";

@@ -67,17 +67,17 @@ torch::Tensor LinearAttentionImpl::quadratic(const Features& f) {
   torch::Tensor z;                                     // [B,H,T,F]: the key sum query t sees
   if (f.key_max.defined()) {
     // Weight of key j seen from query t: exp(M_j - m_t), m_t = max of M over the keys t sees.
-    auto m = cfg_.causal ? std::get<0>(f.key_max.cummax(-1))                    // [B,H,T]
-                         : f.key_max.amax(-1, true).expand_as(f.key_max);       // [B,H,T]
-    auto e = f.key_max.unsqueeze(-2) - m.unsqueeze(-1);                         // [B,H,T,T]
-    if (cfg_.causal) e = e.masked_fill(future, -kInf);                          // [B,H,T,T]
-    auto w = torch::exp(e);                                                     // [B,H,T,T]
-    a = a * w;                                                                  // [B,H,T,T]
-    z = torch::matmul(w, f.k);                                                  // [B,H,T,F]
+    auto m = cfg_.causal ? std::get<0>(f.key_max.cummax(-1))               // [B,H,T]
+                         : f.key_max.amax(-1, true).expand_as(f.key_max);  // [B,H,T]
+    auto e = f.key_max.unsqueeze(-2) - m.unsqueeze(-1);                    // [B,H,T,T]
+    if (cfg_.causal) e = e.masked_fill(future, -kInf);                     // [B,H,T,T]
+    auto w = torch::exp(e);                                                // [B,H,T,T]
+    a = a * w;                                                             // [B,H,T,T]
+    z = torch::matmul(w, f.k);                                             // [B,H,T,F]
   } else if (cfg_.causal) {
     a = a.masked_fill(future, 0.0);  // [B,H,T,T]
   }
-  auto num = torch::matmul(a, f.v);                        // [B,H,T,Dh]
+  auto num = torch::matmul(a, f.v);                       // [B,H,T,Dh]
   return normalize(num, a.sum(-1), f.q, z, z.defined());  // [B,H,T,Dh]
 }
 
@@ -88,55 +88,55 @@ torch::Tensor LinearAttentionImpl::chunked(const Features& f) {
     // Bidirectional: one state over all T tokens, read by every query.
     auto kw = f.k;  // [B,H,T,F]
     if (offsets) {
-      auto m = f.key_max.amax(-1, true);                                // [B,H,1]
-      kw = f.k * torch::exp(f.key_max - m).unsqueeze(-1);               // [B,H,T,F]
+      auto m = f.key_max.amax(-1, true);                   // [B,H,1]
+      kw = f.k * torch::exp(f.key_max - m).unsqueeze(-1);  // [B,H,T,F]
     }
-    auto S = torch::matmul(kw.transpose(-1, -2), f.v);                  // [B,H,F,Dh]
-    auto z = kw.sum(2);                                                 // [B,H,F]
-    auto num = torch::matmul(f.q, S);                                   // [B,H,T,Dh]
-    auto den = torch::matmul(f.q, z.unsqueeze(-1)).squeeze(-1);         // [B,H,T]
-    return normalize(num, den, f.q, z.unsqueeze(2), offsets);           // [B,H,T,Dh]
+    auto S = torch::matmul(kw.transpose(-1, -2), f.v);           // [B,H,F,Dh]
+    auto z = kw.sum(2);                                          // [B,H,F]
+    auto num = torch::matmul(f.q, S);                            // [B,H,T,Dh]
+    auto den = torch::matmul(f.q, z.unsqueeze(-1)).squeeze(-1);  // [B,H,T]
+    return normalize(num, den, f.q, z.unsqueeze(2), offsets);    // [B,H,T,Dh]
   }
   const int64_t C = cfg_.chunk_size;
   auto opt = f.q.options();
-  auto S = torch::zeros({B, H, F, f.v.size(3)}, opt);                   // [B,H,F,Dh]
-  auto z = torch::zeros({B, H, F}, opt);                                // [B,H,F]
-  auto m = torch::full({B, H}, offsets ? -kInf : 0.0, opt);             // [B,H]
+  auto S = torch::zeros({B, H, F, f.v.size(3)}, opt);        // [B,H,F,Dh]
+  auto z = torch::zeros({B, H, F}, opt);                     // [B,H,F]
+  auto m = torch::full({B, H}, offsets ? -kInf : 0.0, opt);  // [B,H]
   std::vector<torch::Tensor> ys;
   for (int64_t c0 = 0; c0 < T; c0 += C) {
     const int64_t n = std::min(C, T - c0);
-    auto qc = f.q.narrow(2, c0, n);                                     // [B,H,n,F]
-    auto kc = f.k.narrow(2, c0, n);                                     // [B,H,n,F]
-    auto vc = f.v.narrow(2, c0, n);                                     // [B,H,n,Dh]
-    auto a = torch::matmul(qc, kc.transpose(-1, -2));                   // [B,H,n,n]
-    auto inter_num = torch::matmul(qc, S);                              // [B,H,n,Dh]
-    auto inter_den = torch::matmul(qc, z.unsqueeze(-1)).squeeze(-1);    // [B,H,n]
-    auto future = future_mask(n, a.device());                           // [n,n]
-    auto kw = kc;                                                       // [B,H,n,F]
-    torch::Tensor m_new;                                                // [B,H]
-    torch::Tensor carry;                                                // [B,H]
+    auto qc = f.q.narrow(2, c0, n);                                   // [B,H,n,F]
+    auto kc = f.k.narrow(2, c0, n);                                   // [B,H,n,F]
+    auto vc = f.v.narrow(2, c0, n);                                   // [B,H,n,Dh]
+    auto a = torch::matmul(qc, kc.transpose(-1, -2));                 // [B,H,n,n]
+    auto inter_num = torch::matmul(qc, S);                            // [B,H,n,Dh]
+    auto inter_den = torch::matmul(qc, z.unsqueeze(-1)).squeeze(-1);  // [B,H,n]
+    auto future = future_mask(n, a.device());                         // [n,n]
+    auto kw = kc;                                                     // [B,H,n,F]
+    torch::Tensor m_new;                                              // [B,H]
+    torch::Tensor carry;                                              // [B,H]
     torch::Tensor zc;  // [B,H,n,F]: the key sum each query of the chunk sees
     if (offsets) {
-      auto mc = f.key_max.narrow(2, c0, n);                                      // [B,H,n]
-      auto mt = torch::maximum(std::get<0>(mc.cummax(-1)), m.unsqueeze(-1));     // [B,H,n]
-      auto e = (mc.unsqueeze(-2) - mt.unsqueeze(-1)).masked_fill(future, -kInf); // [B,H,n,n]
-      auto w = torch::exp(e);                                                    // [B,H,n,n]
-      a = a * w;                                                                 // [B,H,n,n]
-      auto r = torch::exp(m.unsqueeze(-1) - mt);                                 // [B,H,n]
-      zc = torch::matmul(w, kc) + z.unsqueeze(-2) * r.unsqueeze(-1);             // [B,H,n,F]
-      inter_num = inter_num * r.unsqueeze(-1);                                   // [B,H,n,Dh]
-      inter_den = inter_den * r;                                                 // [B,H,n]
-      m_new = mt.select(-1, n - 1);                                              // [B,H]
-      kw = kc * torch::exp(mc - m_new.unsqueeze(-1)).unsqueeze(-1);              // [B,H,n,F]
-      carry = torch::exp(m - m_new);                                             // [B,H]
+      auto mc = f.key_max.narrow(2, c0, n);                                       // [B,H,n]
+      auto mt = torch::maximum(std::get<0>(mc.cummax(-1)), m.unsqueeze(-1));      // [B,H,n]
+      auto e = (mc.unsqueeze(-2) - mt.unsqueeze(-1)).masked_fill(future, -kInf);  // [B,H,n,n]
+      auto w = torch::exp(e);                                                     // [B,H,n,n]
+      a = a * w;                                                                  // [B,H,n,n]
+      auto r = torch::exp(m.unsqueeze(-1) - mt);                                  // [B,H,n]
+      zc = torch::matmul(w, kc) + z.unsqueeze(-2) * r.unsqueeze(-1);              // [B,H,n,F]
+      inter_num = inter_num * r.unsqueeze(-1);                                    // [B,H,n,Dh]
+      inter_den = inter_den * r;                                                  // [B,H,n]
+      m_new = mt.select(-1, n - 1);                                               // [B,H]
+      kw = kc * torch::exp(mc - m_new.unsqueeze(-1)).unsqueeze(-1);               // [B,H,n,F]
+      carry = torch::exp(m - m_new);                                              // [B,H]
     } else {
       a = a.masked_fill(future, 0.0);  // [B,H,n,n]
     }
-    auto num = torch::matmul(a, vc) + inter_num;                // [B,H,n,Dh]
-    auto den = a.sum(-1) + inter_den;                           // [B,H,n]
+    auto num = torch::matmul(a, vc) + inter_num;              // [B,H,n,Dh]
+    auto den = a.sum(-1) + inter_den;                         // [B,H,n]
     ys.push_back(normalize(num, den, qc, zc, zc.defined()));  // [B,H,n,Dh]
-    auto ds = torch::matmul(kw.transpose(-1, -2), vc);  // [B,H,F,Dh]
-    auto dz = kw.sum(2);                                // [B,H,F]
+    auto ds = torch::matmul(kw.transpose(-1, -2), vc);        // [B,H,F,Dh]
+    auto dz = kw.sum(2);                                      // [B,H,F]
     if (offsets) {
       S = S * carry.unsqueeze(-1).unsqueeze(-1) + ds;  // [B,H,F,Dh]
       z = z * carry.unsqueeze(-1) + dz;                // [B,H,F]
@@ -154,19 +154,19 @@ torch::Tensor LinearAttentionImpl::recur(const Features& f, int64_t t, LinearAtt
   auto kt = f.k.select(2, t);  // [B,H,F]
   auto vt = f.v.select(2, t);  // [B,H,Dh]
   if (f.key_max.defined()) {
-    auto mt = f.key_max.select(2, t);                    // [B,H]
-    auto m_new = torch::maximum(s.m, mt);                // [B,H]
-    auto carry = torch::exp(s.m - m_new);                // [B,H]
-    kt = kt * torch::exp(mt - m_new).unsqueeze(-1);      // [B,H,F]
-    s.S = s.S * carry.unsqueeze(-1).unsqueeze(-1);       // [B,H,F,Dh]
-    s.z = s.z * carry.unsqueeze(-1);                     // [B,H,F]
+    auto mt = f.key_max.select(2, t);                // [B,H]
+    auto m_new = torch::maximum(s.m, mt);            // [B,H]
+    auto carry = torch::exp(s.m - m_new);            // [B,H]
+    kt = kt * torch::exp(mt - m_new).unsqueeze(-1);  // [B,H,F]
+    s.S = s.S * carry.unsqueeze(-1).unsqueeze(-1);   // [B,H,F,Dh]
+    s.z = s.z * carry.unsqueeze(-1);                 // [B,H,F]
     s.m = m_new;
   }
-  s.S = s.S + kt.unsqueeze(-1) * vt.unsqueeze(-2);                      // [B,H,F,Dh]
-  s.z = s.z + kt;                                                       // [B,H,F]
-  auto num = torch::matmul(qt.unsqueeze(-2), s.S).squeeze(-2);          // [B,H,Dh]
-  auto den = (qt * s.z).sum(-1);                                        // [B,H]
-  return normalize(num, den, qt, s.z, f.key_max.defined());             // [B,H,Dh]
+  s.S = s.S + kt.unsqueeze(-1) * vt.unsqueeze(-2);              // [B,H,F,Dh]
+  s.z = s.z + kt;                                               // [B,H,F]
+  auto num = torch::matmul(qt.unsqueeze(-2), s.S).squeeze(-2);  // [B,H,Dh]
+  auto den = (qt * s.z).sum(-1);                                // [B,H]
+  return normalize(num, den, qt, s.z, f.key_max.defined());     // [B,H,Dh]
 }
 
 torch::Tensor LinearAttentionImpl::merge_heads(const torch::Tensor& y, const torch::Tensor& x) {
@@ -212,9 +212,9 @@ torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerState& st
                fmt::join(x_t.sizes().vec(), ","));
   SEQLAB_CHECK(s.S.size(0) == x_t.size(0), "linear attention: state batch {} != input batch {}",
                s.S.size(0), x_t.size(0));
-  auto f = featurize(x_t.unsqueeze(1));                   // features of [B,1,D]
-  auto y = recur(f, 0, s);                                // [B,H,Dh]
-  return merge_heads(y.unsqueeze(2), x_t).squeeze(1);     // [B,D]
+  auto f = featurize(x_t.unsqueeze(1));                // features of [B,1,D]
+  auto y = recur(f, 0, s);                             // [B,H,Dh]
+  return merge_heads(y.unsqueeze(2), x_t).squeeze(1);  // [B,D]
 }
 
 }  // namespace seqlab

@@ -83,9 +83,9 @@ class LinearAttentionImpl : public MixerImpl {
  private:
   // The input side of every form: features and values of all T tokens, fp32.
   struct Features {
-    torch::Tensor q;  // [B,H,T,F] phi~(q): per-query offset removed for exponential maps
-    torch::Tensor k;  // [B,H,T,F] phi(k), divided by exp(key_max) for exponential maps
-    torch::Tensor v;  // [B,H,T,Dh]
+    torch::Tensor q;        // [B,H,T,F] phi~(q): per-query offset removed for exponential maps
+    torch::Tensor k;        // [B,H,T,F] phi(k), divided by exp(key_max) for exponential maps
+    torch::Tensor v;        // [B,H,T,Dh]
     torch::Tensor key_max;  // [B,H,T] M_j for exponential maps; undefined for the others
   };
   Features featurize(const torch::Tensor& x);

@@ -45,7 +45,8 @@ struct MixerConfig {
     v(qrnn_pooling, "qrnn-pooling", std::string("fo"), "QRNN pooling: f or fo");
     v(expand, "expand", int64_t{2}, "Mamba inner width multiplier");
     v(d_conv, "d-conv", int64_t{4}, "Mamba causal convolution width");
-    v(max_len, "max-context", int64_t{2048}, "longest sequence the model handles (learned positions, KV cache)");
+    v(max_len, "max-context", int64_t{2048},
+      "longest sequence the model handles (learned positions, KV cache)");
     v(init_seed, "init-seed", uint64_t{1234}, "seed of random feature matrices and initialisation");
   }
 

@@ -1,6 +1,7 @@
 #include "seqlab/mixers/softmax_attention.h"
 
 #include <cmath>
+#include <limits>
 
 namespace seqlab {
 
@@ -23,15 +24,15 @@ torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
                fmt::join(x.sizes().vec(), ","));
   const int64_t B = x.size(0), T = x.size(1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_head()));
-  auto qh = split_heads(q(x));                                   // [B,H,T,Dh]
-  auto kh = split_heads(k(x));                                   // [B,H,T,Dh]
-  auto vh = split_heads(v(x));                                   // [B,H,T,Dh]
+  auto qh = split_heads(q(x));                                    // [B,H,T,Dh]
+  auto kh = split_heads(k(x));                                    // [B,H,T,Dh]
+  auto vh = split_heads(v(x));                                    // [B,H,T,Dh]
   auto scores = torch::matmul(qh, kh.transpose(-1, -2)) * scale;  // [B,H,T,T]
   if (cfg_.causal) {
-    auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);  // [T,T]
+    auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);     // [T,T]
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());  // [B,H,T,T]
   }
-  auto y = torch::matmul(torch::softmax(scores, -1), vh);  // [B,H,T,Dh]
+  auto y = torch::matmul(torch::softmax(scores, -1), vh);     // [B,H,T,Dh]
   return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));  // [B,T,D]
 }
 
@@ -57,18 +58,18 @@ torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& s
   SEQLAB_CHECK(t < cfg_.max_len,
                "softmax attention: the KV cache is full (max_len = {}); cannot step token {}",
                cfg_.max_len, t + 1);
-  SEQLAB_CHECK(s.k.size(0) == B, "softmax attention: state batch {} != input batch {}",
-               s.k.size(0), B);
+  SEQLAB_CHECK(s.k.size(0) == B, "softmax attention: state batch {} != input batch {}", s.k.size(0),
+               B);
   const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-  auto qt = q(x_t).view({B, H, 1, Dh}).to(s.k.dtype());  // [B,D] -> [B,H,1,Dh]
+  auto qt = q(x_t).view({B, H, 1, Dh}).to(s.k.dtype());   // [B,D] -> [B,H,1,Dh]
   s.k.narrow(2, t, 1).copy_(k(x_t).view({B, H, 1, Dh}));  // cache[:, :, t] = k_t [B,H,1,Dh]
   s.v.narrow(2, t, 1).copy_(v(x_t).view({B, H, 1, Dh}));  // cache[:, :, t] = v_t [B,H,1,Dh]
   s.len.fill_(t + 1);
-  auto kc = s.k.narrow(2, 0, t + 1);                                // [B,H,t+1,Dh]
-  auto vc = s.v.narrow(2, 0, t + 1);                                // [B,H,t+1,Dh]
-  auto scores = torch::matmul(qt, kc.transpose(-1, -2)) * scale;    // [B,H,1,t+1]
-  auto y = torch::matmul(torch::softmax(scores, -1), vc);           // [B,H,1,Dh]
-  return o(y.reshape({B, cfg_.d_model}).to(x_t.dtype()));          // [B,D]
+  auto kc = s.k.narrow(2, 0, t + 1);                              // [B,H,t+1,Dh]
+  auto vc = s.v.narrow(2, 0, t + 1);                              // [B,H,t+1,Dh]
+  auto scores = torch::matmul(qt, kc.transpose(-1, -2)) * scale;  // [B,H,1,t+1]
+  auto y = torch::matmul(torch::softmax(scores, -1), vc);         // [B,H,1,Dh]
+  return o(y.reshape({B, cfg_.d_model}).to(x_t.dtype()));         // [B,D]
 }
 
 }  // namespace seqlab

@@ -16,10 +16,12 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
   return fc2(torch::gelu(fc1(x)));  // [...,D] -> [...,R*D] -> [...,D]
 }
 
-BlockImpl::BlockImpl(const ModelConfig& cfg) {
+BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t index) {
   const int64_t D = cfg.mixer.d_model;
   ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
-  mixer = register_module("mixer", make_mixer(cfg.mixer));
+  MixerConfig mc = cfg.mixer;
+  mc.init_seed = cfg.mixer.init_seed + 1000003ULL * static_cast<uint64_t>(index);
+  mixer = register_module("mixer", make_mixer(mc));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
   if (cfg.mlp_ratio > 0) mlp = register_module("mlp", Mlp(D, cfg.mlp_ratio * D));
 }
@@ -43,9 +45,9 @@ ModelState ModelState::clone() const {
 
 torch::Tensor sinusoidal_positions(int64_t p0, int64_t T, int64_t D) {
   auto pos = torch::arange(p0, p0 + T, torch::kFloat32).unsqueeze(1);  // [T,1]
-  auto i = torch::arange(0, D, 2, torch::kFloat32);                     // [ceil(D/2)]
-  auto freq = torch::exp(i * (-std::log(10000.0) / D));                 // [ceil(D/2)]
-  auto ang = pos * freq;                                                // [T,ceil(D/2)]
+  auto i = torch::arange(0, D, 2, torch::kFloat32);                    // [ceil(D/2)]
+  auto freq = torch::exp(i * (-std::log(10000.0) / D));                // [ceil(D/2)]
+  auto ang = pos * freq;                                               // [T,ceil(D/2)]
   auto pe = torch::zeros({T, D});
   pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(0, D, 2)}, torch::sin(ang));
   pe.index_put_({torch::indexing::Slice(), torch::indexing::Slice(1, D, 2)},
@@ -60,7 +62,7 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
   torch::nn::init::normal_(wte->weight, 0.0, 0.02);
   blocks = register_module("blocks", torch::nn::ModuleList());
   for (int64_t i = 0; i < cfg_.n_layer; ++i) {
-    block_list_.push_back(Block(cfg_));
+    block_list_.push_back(Block(cfg_, i));
     blocks->push_back(block_list_.back());
   }
   pos_ = cfg_.resolved_pos(block_list_.front()->mixer->needs_positions());
@@ -71,8 +73,8 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
   ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
   if (cfg_.head == "lm") {
     if (!cfg_.tie_embeddings)
-      head = register_module("head",
-                             torch::nn::Linear(torch::nn::LinearOptions(D, cfg_.vocab_size).bias(false)));
+      head = register_module(
+          "head", torch::nn::Linear(torch::nn::LinearOptions(D, cfg_.vocab_size).bias(false)));
   } else {
     head = register_module("head", torch::nn::Linear(D, cfg_.n_classes));
   }
@@ -107,7 +109,7 @@ torch::Tensor SeqModelImpl::forward(const torch::Tensor& tokens) {
   auto h = hidden(tokens);  // [B,T,D]
   if (cfg_.head != "classify") return project(h);
   auto pooled = cfg_.pooling == "mean" ? h.mean(1) : h.select(1, h.size(1) - 1);  // [B,D]
-  return project(pooled);                                                          // [B,C]
+  return project(pooled);                                                         // [B,C]
 }
 
 ModelState SeqModelImpl::init_state(int64_t batch) const {

@@ -34,8 +34,10 @@ struct MlpImpl : torch::nn::Module {
 TORCH_MODULE(Mlp);
 
 struct BlockImpl : torch::nn::Module {
-  explicit BlockImpl(const ModelConfig& cfg);
-  torch::Tensor forward(const torch::Tensor& x);                 // [B,T,D] -> [B,T,D]
+  // Block `index` of a model: its mixer's random matrices (rfa, performer) are drawn from a seed
+  // of its own, so layers do not share them.
+  BlockImpl(const ModelConfig& cfg, int64_t index);
+  torch::Tensor forward(const torch::Tensor& x);                // [B,T,D] -> [B,T,D]
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s);  // [B,D] -> [B,D]
   torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
   Mixer mixer;

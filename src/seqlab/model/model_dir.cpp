@@ -63,8 +63,9 @@ nlohmann::json read_config_json(const std::string& dir) {
   SEQLAB_CHECK(j.contains("format_version") && j["format_version"].is_number_integer(),
                "{}: missing integer format_version", path);
   const int fv = j["format_version"].get<int>();
-  SEQLAB_CHECK(fv == kFormatVersion, "{}: format_version {} is not supported (this seqlab reads {})",
-               path, fv, kFormatVersion);
+  SEQLAB_CHECK(fv == kFormatVersion,
+               "{}: format_version {} is not supported (this seqlab reads {})", path, fv,
+               kFormatVersion);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& k = it.key();
     SEQLAB_CHECK(k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" ||

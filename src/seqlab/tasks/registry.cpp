@@ -26,9 +26,8 @@ std::unique_ptr<Task> make_task(const TaskConfig& cfg) {
     auto t = e.make(cfg);
     SEQLAB_CHECK(cfg.min_len >= t->min_length(), "task {}: --min-len {} is below its minimum ({})",
                  cfg.task, cfg.min_len, t->min_length());
-    SEQLAB_CHECK(cfg.max_len >= cfg.min_len,
-                 "task {}: --max-len {} is below --min-len {}", cfg.task, cfg.max_len,
-                 cfg.min_len);
+    SEQLAB_CHECK(cfg.max_len >= cfg.min_len, "task {}: --max-len {} is below --min-len {}",
+                 cfg.task, cfg.max_len, cfg.min_len);
     return t;
   }
   std::string names;

@@ -22,7 +22,7 @@ TaskConfig TaskConfig::from_json(const nlohmann::json& j, const std::string& sou
 
 torch::Tensor task_loss(const torch::Tensor& logits, const Batch& b) {
   if (logits.dim() == 2) return torch::nn::functional::cross_entropy(logits, b.target);
-  auto flat = logits.reshape({-1, logits.size(-1)});            // [B*T,C]
+  auto flat = logits.reshape({-1, logits.size(-1)});  // [B*T,C]
   auto ce = torch::nn::functional::cross_entropy(
       flat, b.target.reshape({-1}),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));  // [B*T]
@@ -54,6 +54,8 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
   return z ^ (z >> 31);
 }
 
-torch::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+torch::Generator make_generator(uint64_t seed) {
+  return at::detail::createCPUGenerator(seed);
+}
 
 }  // namespace seqlab

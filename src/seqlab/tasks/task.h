@@ -15,7 +15,7 @@
 namespace seqlab {
 
 struct TaskConfig {
-  std::string task;  // registry name
+  std::string task;                  // registry name
   int64_t min_len = 0, max_len = 0;  // training lengths (inclusive), sampled uniformly per batch
 
   template <class V>
@@ -46,7 +46,7 @@ class Task {
   virtual ~Task() = default;
   virtual std::string name() const = 0;
   virtual int64_t vocab_size() const = 0;
-  virtual std::string head() const = 0;  // lm | tag | classify
+  virtual std::string head() const = 0;   // lm | tag | classify
   virtual int64_t n_classes() const = 0;  // 0 for lm
   virtual int64_t min_length() const { return 1; }
   // A batch of B sequences of length T; deterministic in seed.

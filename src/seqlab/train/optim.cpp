@@ -52,8 +52,9 @@ void AdamW::load_state(const std::map<std::string, torch::Tensor>& s, const std:
   auto get = [&](const std::string& key, const torch::Tensor& like) {
     auto it = s.find(key);
     SEQLAB_CHECK(it != s.end(), "{}: missing optimizer tensor '{}'", source, key);
-    SEQLAB_CHECK(it->second.sizes() == like.sizes(), "{}: optimizer tensor '{}' has shape [{}], expected [{}]",
-                 source, key, fmt::join(it->second.sizes(), ","), fmt::join(like.sizes(), ","));
+    SEQLAB_CHECK(it->second.sizes() == like.sizes(),
+                 "{}: optimizer tensor '{}' has shape [{}], expected [{}]", source, key,
+                 fmt::join(it->second.sizes(), ","), fmt::join(like.sizes(), ","));
     return it->second.to(like.options());
   };
   auto t = s.find("adam.t");

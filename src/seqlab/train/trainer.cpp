@@ -148,9 +148,8 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   TrainOutcome res;
   if (resuming) {
     res.start_step = load_checkpoint(out, *model, opt);
-    SEQLAB_CHECK(res.start_step <= train_cfg.steps,
-                 "{}: checkpoint is at step {}, past --steps {}", state_path, res.start_step,
-                 train_cfg.steps);
+    SEQLAB_CHECK(res.start_step <= train_cfg.steps, "{}: checkpoint is at step {}, past --steps {}",
+                 state_path, res.start_step, train_cfg.steps);
     truncate_metrics(metrics_path, res.start_step);
     log_info("resuming {} from step {}", out, res.start_step);
   } else {
@@ -175,14 +174,16 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     auto batch = task->sample(train_cfg.batch, len, s);
     auto loss = task_loss(model->forward(batch.input), batch);
     const double lv = loss.item<double>();
-    const double lr = lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr,
-                            train_cfg.min_lr_ratio);
+    const double lr =
+        lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
     opt.zero_grad();
     if (!std::isfinite(lv)) {
       // Skip the update; a run that keeps producing non-finite losses stops with the last good
       // checkpoint intact.
-      SEQLAB_CHECK(++bad_in_a_row < 10, "training diverged: non-finite loss at {} steps in a row "
-                   "(last at step {}); try a lower --lr", bad_in_a_row, step);
+      SEQLAB_CHECK(++bad_in_a_row < 10,
+                   "training diverged: non-finite loss at {} steps in a row "
+                   "(last at step {}); try a lower --lr",
+                   bad_in_a_row, step);
       continue;
     }
     bad_in_a_row = 0;

@@ -46,8 +46,8 @@ struct TrainConfig {
 };
 
 struct TrainOutcome {
-  int64_t start_step = 0, steps = 0;  // resumed from, finished at
-  double first_loss = 0, last_loss = 0;  // mean training loss of the first / last log window
+  int64_t start_step = 0, steps = 0;        // resumed from, finished at
+  double first_loss = 0, last_loss = 0;     // mean training loss of the first / last log window
   double eval_accuracy = 0, eval_loss = 0;  // final evaluation at the longest training length
   double seconds = 0;
 };

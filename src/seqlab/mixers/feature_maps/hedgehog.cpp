@@ -15,7 +15,7 @@ torch::Tensor HedgehogImpl::forward(const torch::Tensor& x, bool is_query) {
   check_feature_input(x, cfg_, "hedgehog");
   const auto& w = is_query ? wq : wk;
   const auto& b = is_query ? bq : bk;
-  auto u = per_head_linear(x, w) + b.unsqueeze(1);                 // [B,H,T,F]
+  auto u = per_head_linear(x, w) + b.unsqueeze(1);                         // [B,H,T,F]
   return torch::cat({torch::softmax(u, -1), torch::softmax(-u, -1)}, -1);  // [B,H,T,2F]
 }
 

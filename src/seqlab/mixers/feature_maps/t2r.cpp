@@ -13,8 +13,8 @@ T2rImpl::T2rImpl(const MixerConfig& cfg) : cfg_(cfg) {
 
 torch::Tensor T2rImpl::forward(const torch::Tensor& x, bool is_query) {
   check_feature_input(x, cfg_, "t2r");
-  auto wx = per_head_linear(x, w);              // [B,H,T,F]
-  return torch::relu(wx + b.unsqueeze(1));      // [B,H,T,F]
+  auto wx = per_head_linear(x, w);          // [B,H,T,F]
+  return torch::relu(wx + b.unsqueeze(1));  // [B,H,T,F]
 }
 
 }  // namespace seqlab
