@@ -106,8 +106,13 @@ void cmd_eval(const EvalArgs& a) {
   nlohmann::json results = nlohmann::json::array();
   for (auto L : lengths) {
     auto r = evaluate(*lm.model, *task, L, a.n, a.batch, seed);
-    results.push_back(
-        {{"length", r.length}, {"accuracy", r.accuracy}, {"loss", r.loss}, {"n", r.n}});
+    nlohmann::json row = {{"length", r.length},
+                          {"accuracy", r.accuracy},
+                          {"seq_accuracy", r.seq_accuracy},
+                          {"loss", r.loss},
+                          {"n", r.n}};
+    for (const auto& [k, v] : r.extra) row[k] = v;
+    results.push_back(row);
   }
   if (a.json) {
     nlohmann::json doc = {{"task", tc.task}, {"arch", mc.mixer.arch}, {"results", results}};

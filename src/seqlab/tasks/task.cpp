@@ -36,12 +36,16 @@ Score Task::score(const torch::Tensor& logits, const Batch& b) const {
   s.loss = task_loss(logits, b).item<double>();
   auto pred = logits.argmax(-1);  // [B,T] or [B]
   auto right = pred.eq(b.target);
+  s.n_seq = b.target.size(0);
   if (logits.dim() == 2) {
-    s.n = b.target.size(0);
+    s.n = s.n_seq;
     s.accuracy = right.to(torch::kDouble).mean().item<double>();
+    s.seq_accuracy = s.accuracy;
   } else {
     s.n = b.mask.sum().item<int64_t>();
     s.accuracy = s.n ? right.logical_and(b.mask).sum().item<double>() / s.n : 0.0;
+    auto seq_right = right.logical_or(b.mask.logical_not()).all(1);  // [B]
+    s.seq_accuracy = seq_right.to(torch::kDouble).mean().item<double>();
   }
   return s;
 }

@@ -8,21 +8,38 @@
 
 #include <torch/torch.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace seqlab {
 
+// Options of every task, in one field list. A task reads the ones it uses and ignores the rest;
+// each task validates its own (make_task turns an impossible value into seqlab::Error).
 struct TaskConfig {
   std::string task;                  // registry name
   int64_t min_len = 0, max_len = 0;  // training lengths (inclusive), sampled uniformly per batch
+  int64_t vocab = 0;                 // alphabet size of tasks that have one (0 = task default)
+  int64_t n_types = 0;               // Dyck: bracket types k
+  int64_t depth = 0;                 // Dyck: depth bound m
+  int64_t n_pairs = 0;               // mqar: key-value pairs (0 = derived from the length)
+  int64_t modulus = 0;               // modular_arithmetic / cycle_navigation
+  double threshold = 0;              // anbn / anbncn: acceptance probability threshold
 
   template <class V>
   void visit(V&& v) {
     v(task, "task", std::string("parity"), "task name (see `seqlab tasks`)");
     v(min_len, "min-len", int64_t{1}, "shortest training sequence");
     v(max_len, "max-len", int64_t{40}, "longest training sequence");
+    v(vocab, "vocab", int64_t{0}, "alphabet size of tasks that have one (0 = task default)");
+    v(n_types, "n-types", int64_t{2}, "dyck_bounded: bracket types k");
+    v(depth, "depth", int64_t{2}, "dyck_bounded: maximum nesting depth m");
+    v(n_pairs, "n-pairs", int64_t{0}, "mqar: key-value pairs (0 = derived from the length)");
+    v(modulus, "modulus", int64_t{5}, "modular_arithmetic / cycle_navigation modulus");
+    v(threshold, "threshold", 0.5,
+      "anbn / anbncn: a string is accepted when every determined next symbol gets probability "
+      "above this");
   }
   TaskConfig() { visit(DefaultsVisitor{}); }
   nlohmann::json to_json() const;
@@ -36,9 +53,14 @@ struct Batch {
 };
 
 struct Score {
-  double loss = 0;      // mean cross-entropy over scored positions
-  double accuracy = 0;  // fraction of scored positions (or sequences) predicted right
-  int64_t n = 0;        // scored positions (or sequences)
+  double loss = 0;          // mean cross-entropy over scored positions
+  double accuracy = 0;      // fraction of scored positions (or sequences) predicted right
+  int64_t n = 0;            // scored positions (or sequences)
+  double seq_accuracy = 0;  // fraction of sequences with every scored position right
+  int64_t n_seq = 0;        // sequences
+  // Task-specific metrics (e.g. "max_n_accepted"); evaluate() averages them over batches,
+  // weighted by n_seq.
+  std::map<std::string, double> extra;
 };
 
 class Task {

@@ -9,7 +9,9 @@ namespace seqlab {
 struct EvalResult {
   int64_t length = 0;
   double accuracy = 0, loss = 0;
-  int64_t n = 0;  // scored positions (or sequences)
+  int64_t n = 0;                        // scored positions (or sequences)
+  double seq_accuracy = 0;              // sequences with every scored position right
+  std::map<std::string, double> extra;  // task-specific metrics, averaged over sequences
 };
 
 // Scores `n_seq` sequences of `length` tokens, in batches of `batch`, from the evaluation stream
