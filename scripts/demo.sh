@@ -11,7 +11,7 @@ SEQLAB=./build/seqlab
 rm -rf "$OUT"
 mkdir -p "$OUT"
 common=(--task parity --min-len 1 --max-len 40 --d-model 32 --n-head 4 --n-layer 1 --batch 32
-        --steps 300 --lr 0.01 --seed 0)
+        --steps 1000 --lr 0.01 --seed 0)
 for arch in lstm softmax t2r; do
   echo "== training $arch on parity (lengths 1-40)" >&2
   $SEQLAB train "${common[@]}" --arch "$arch" --out "$OUT/$arch" >/dev/null

@@ -7,7 +7,11 @@
 
 #include "seqlab/core/blas_check.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/atomic_file.h"
 #include "seqlab/core/log.h"
+#include "seqlab/core/progress.h"
+#include "seqlab/exp/cell.h"
+#include "seqlab/exp/suite.h"
 #include "seqlab/mixers/feature_maps/registry.h"
 #include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
@@ -19,10 +23,12 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
 using namespace seqlab;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -120,11 +126,14 @@ void cmd_eval(const EvalArgs& a) {
     std::cout << doc.dump() << "\n";
     return;
   }
-  fmt::print("{} on {}\n{:>8} {:>10} {:>10} {:>8}\n", mc.mixer.arch, tc.task, "length", "accuracy",
-             "loss", "n");
+  const std::string arch =
+      mc.mixer.arch == "linear" ? fmt::format("linear ({})", mc.mixer.feature_map) : mc.mixer.arch;
+  fmt::print("{} on {}\n{:>8} {:>10} {:>10} {:>10} {:>8}\n", arch, tc.task, "length", "accuracy",
+             "seq_acc", "loss", "n");
   for (const auto& r : results)
-    fmt::print("{:>8} {:>10.4f} {:>10.4f} {:>8}\n", r["length"].get<int64_t>(),
-               r["accuracy"].get<double>(), r["loss"].get<double>(), r["n"].get<int64_t>());
+    fmt::print("{:>8} {:>10.4f} {:>10.4f} {:>10.4f} {:>8}\n", r["length"].get<int64_t>(),
+               r["accuracy"].get<double>(), r["seq_accuracy"].get<double>(),
+               r["loss"].get<double>(), r["n"].get<int64_t>());
 }
 
 int run(int argc, char** argv) {
@@ -165,6 +174,29 @@ int run(int argc, char** argv) {
   eval->add_flag("--json", ea.json, "print one JSON document on stdout");
   common.add(eval);
 
+  // suite
+  std::string suite_help =
+      "run an experiment grid; writes results.jsonl, report.md and plots.\nSuites:";
+  for (const auto& e : suite_registry()) suite_help += "\n  " + e.name + ": " + e.description;
+  auto* suite = app.add_subcommand("suite", suite_help);
+  std::string suite_name;
+  bool quick = false, no_plots = false;
+  SuiteOptions sopt;
+  suite->add_option("name", suite_name, "suite name")->required();
+  suite->add_flag("--quick", quick, "the small grid (under 10 minutes on 2 cores)");
+  suite->add_option("--out", sopt.out, "output directory (rerun to resume)")->required();
+  suite->add_option("--jobs", sopt.jobs, "worker processes (0 = number of cores)")
+      ->capture_default_str();
+  suite->add_flag("--no-plots", no_plots, "skip gnuplot");
+  suite->add_flag("-q,--quiet", common.quiet, "no progress or info lines on stderr");
+
+  // suite-cell: one grid cell in a worker process (started by `seqlab suite`).
+  auto* cell = app.add_subcommand("suite-cell", "");  // empty description: hidden from --help
+  std::string cell_file, cell_out;
+  cell->add_option("--cell", cell_file, "cell spec (JSON)")->required();
+  cell->add_option("--out", cell_out, "run directory")->required();
+  common.add(cell);
+
   auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
   auto* tasks = app.add_subcommand("tasks", "list tasks");
 
@@ -191,6 +223,27 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  if (*suite) {
+    if (common.quiet) log_level() = 0;
+    warn_if_reference_blas();
+    auto spec = make_suite(suite_name, quick);
+    sopt.plots = !no_plots;
+    sopt.worker_exe = fs::read_symlink("/proc/self/exe").string();
+    auto r = run_suite(spec, sopt);
+    fmt::print("suite {}: {} cells ({} ran, {} already done, {} failed) in {}\nreport: {}\n",
+               spec.name, r.cells, r.ran, r.skipped, r.failed, format_duration(r.seconds),
+               r.report);
+    return r.failed ? 1 : 0;
+  }
+  if (*cell) {
+    common.apply();
+    const auto spec = nlohmann::json::parse(read_file(cell_file));
+    auto result = run_cell(spec, cell_out);
+    SEQLAB_CHECK(cell_file.size() > 5 && cell_file.substr(cell_file.size() - 5) == ".json",
+                 "--cell must name a .json file");
+    write_file_atomic(cell_file.substr(0, cell_file.size() - 5) + ".result.json",
+                      result.dump(1) + "\n");
+  }
   if (*archs) cmd_archs();
   if (*tasks) cmd_tasks();
   if (*eval) {

@@ -1,0 +1,234 @@
+#include "seqlab/exp/report.h"
+
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/core/log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace seqlab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Rows of one configuration, over seeds: accuracies by test length.
+struct Group {
+  std::string task, arch;
+  int64_t d_model = 0, n_layer = 0;
+  double scale = 0;
+  int64_t train_length = 0;
+  std::map<int64_t, std::vector<double>> acc;  // test length -> one accuracy per seed
+  std::set<uint64_t> seeds;
+};
+
+using Key = std::tuple<std::string, std::string, int64_t, int64_t, double>;
+
+std::vector<std::string> task_order(const std::vector<nlohmann::json>& rows) {
+  std::vector<std::string> order;
+  for (const auto& r : rows) {
+    auto t = r.at("task").get<std::string>();
+    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
+  }
+  return order;
+}
+
+std::map<Key, Group> group_rows(const std::vector<nlohmann::json>& rows) {
+  std::map<Key, Group> groups;
+  for (const auto& r : rows) {
+    const double scale = r.value("saturation_scale", 0.0);
+    Key k{r.at("task"), r.at("arch"), r.at("d_model"), r.at("n_layer"), scale};
+    auto& g = groups[k];
+    g.task = std::get<0>(k);
+    g.arch = std::get<1>(k);
+    g.d_model = std::get<2>(k);
+    g.n_layer = std::get<3>(k);
+    g.scale = scale;
+    g.train_length = r.at("train_length");
+    g.acc[r.at("test_length").get<int64_t>()].push_back(r.at("accuracy").get<double>());
+    g.seeds.insert(r.at("seed").get<uint64_t>());
+  }
+  return groups;
+}
+
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0 : s / v.size();
+}
+
+std::string acc_cell(const std::vector<double>& v) {
+  if (v.empty()) return "";
+  const double m = mean(v), best = *std::max_element(v.begin(), v.end());
+  std::string s = v.size() > 1 ? fmt::format("{:.3f} ({:.3f})", m, best) : fmt::format("{:.3f}", m);
+  return m >= kSuccessAccuracy ? s + " ✓" : s;
+}
+
+std::string table_for(const std::vector<const Group*>& gs, bool saturation) {
+  std::set<int64_t> lengths;
+  std::set<double> scales;
+  for (auto* g : gs) {
+    for (auto& [L, v] : g->acc) lengths.insert(L);
+    scales.insert(g->scale);
+  }
+  std::string s;
+  if (!saturation) {
+    s += "| arch | d_model | n_layer | seeds | train ≤ |";
+    for (auto L : lengths) s += fmt::format(" {} |", L);
+    s += "\n|---|---|---|---|---|";
+    for (size_t i = 0; i < lengths.size(); ++i) s += "---|";
+    s += "\n";
+    for (auto* g : gs) {
+      s += fmt::format("| {} | {} | {} | {} | {} |", g->arch, g->d_model, g->n_layer,
+                       g->seeds.size(), g->train_length);
+      for (auto L : lengths) s += " " + (g->acc.count(L) ? acc_cell(g->acc.at(L)) : "") + " |";
+      s += "\n";
+    }
+  } else {
+    s += "| arch | d_model | scale | seeds |";
+    for (auto L : lengths) s += fmt::format(" {} |", L);
+    s += "\n|---|---|---|---|";
+    for (size_t i = 0; i < lengths.size(); ++i) s += "---|";
+    s += "\n";
+    for (auto* g : gs) {
+      s += fmt::format("| {} | {} | {} | {} |", g->arch, g->d_model, g->scale, g->seeds.size());
+      for (auto L : lengths) s += " " + (g->acc.count(L) ? acc_cell(g->acc.at(L)) : "") + " |";
+      s += "\n";
+    }
+  }
+  return s;
+}
+
+bool have_gnuplot() {
+  return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+// Runs a gnuplot script once per terminal; returns the image names (without directory).
+std::vector<std::string> render(const fs::path& dir, const std::string& stem,
+                                const std::string& body) {
+  std::vector<std::string> made;
+  for (auto [term, ext] :
+       {std::pair{"svg size 720,480 dynamic", "svg"}, std::pair{"pngcairo size 900,600", "png"}}) {
+    const auto gp = dir / (stem + "." + ext + ".gp");
+    write_file_atomic(gp.string(), fmt::format("set terminal {}\nset output '{}'\n{}", term,
+                                               (dir / (stem + "." + ext)).string(), body));
+    if (std::system(("gnuplot '" + gp.string() + "' >/dev/null 2>&1").c_str()) == 0)
+      made.push_back(stem + "." + ext);
+    else
+      log_warn("gnuplot failed on {}", gp.string());
+  }
+  return made;
+}
+
+std::string plots_for_task(const fs::path& dir, const std::string& task,
+                           const std::vector<const Group*>& gs, bool heatmap) {
+  std::string md;
+  // Accuracy against test length, one line per configuration.
+  std::string data, plot_cmds;
+  int idx = 0;
+  for (auto* g : gs) {
+    data += fmt::format("# {} d{} L{}\n", g->arch, g->d_model, g->n_layer);
+    for (auto& [L, v] : g->acc) data += fmt::format("{} {}\n", L, mean(v));
+    data += "\n\n";
+    plot_cmds +=
+        fmt::format("{}'{}' index {} with linespoints title '{} d={} L={}'", idx ? ", " : "",
+                    (dir / (task + ".dat")).string(), idx, g->arch, g->d_model, g->n_layer);
+    ++idx;
+  }
+  write_file_atomic((dir / (task + ".dat")).string(), data);
+  auto imgs = render(dir, task,
+                     fmt::format("set title '{}: accuracy vs test length (mean over seeds)'\n"
+                                 "set xlabel 'test length'\nset ylabel 'accuracy'\n"
+                                 "set yrange [0:1.05]\nset key outside right\nset grid\n"
+                                 "plot {}\n",
+                                 task, plot_cmds));
+  for (auto& i : imgs)
+    if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
+      md += fmt::format("![{}](plots/{})\n\n", task, i);
+  if (!heatmap) return md;
+  // Width x length heatmaps, one per architecture.
+  std::map<std::string, std::vector<const Group*>> by_arch;
+  for (auto* g : gs) by_arch[g->arch].push_back(g);
+  for (auto& [arch, ags] : by_arch) {
+    std::string hd;
+    for (auto* g : ags)
+      for (auto& [L, v] : g->acc) hd += fmt::format("{} {} {}\n", L, g->d_model, mean(v));
+    const std::string stem = task + "_heatmap_" + arch;
+    write_file_atomic((dir / (stem + ".dat")).string(), hd);
+    auto hm = render(dir, stem,
+                     fmt::format("set title '{} {}: accuracy over width and length'\n"
+                                 "set xlabel 'test length'\nset ylabel 'd_model'\n"
+                                 "set cbrange [0:1]\nset palette defined (0 'white', 1 'navy')\n"
+                                 "set logscale y 2\nplot '{}' using 1:2:3 with points pt 5 ps 4 "
+                                 "palette notitle\n",
+                                 task, arch, (dir / (stem + ".dat")).string()));
+    for (auto& i : hm)
+      if (i.substr(i.size() - 4) == ".svg")
+        md += fmt::format("![{} {}](plots/{})\n\n", task, arch, i);
+  }
+  return md;
+}
+
+}  // namespace
+
+std::string report_tables(const std::vector<nlohmann::json>& rows) {
+  auto groups = group_rows(rows);
+  std::string md;
+  for (const auto& task : task_order(rows)) {
+    std::vector<const Group*> plain, sat;
+    for (auto& [k, g] : groups)
+      if (g.task == task) (g.scale == 0 ? plain : sat).push_back(&g);
+    md += fmt::format(
+        "### {}\n\nAccuracy by test length: mean over seeds (best seed); ✓ = mean ≥ "
+        "{:.0f}%.\n\n{}\n",
+        task, kSuccessAccuracy * 100, table_for(plain, false));
+    if (!sat.empty())
+      md += fmt::format(
+          "Saturation: after training, the weights and biases of the recurrence (w_ih, "
+          "w_hh) scaled by a growing factor (Merrill et al.'s saturated limit).\n\n{}\n",
+          table_for(sat, true));
+  }
+  return md;
+}
+
+std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json>& rows,
+                         const std::string& out, bool plots, int64_t failed_cells) {
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  std::string md = fmt::format(
+      "# Suite `{}`\n\n{}\n\nGenerated {} from `results.jsonl` ({} rows, "
+      "{} cells failed).\n\n",
+      spec.name, spec.description, date, rows.size(), failed_cells);
+  if (!spec.claims.empty()) md += "## What the papers claim\n\n" + spec.claims + "\n\n";
+  md += "## Results\n\n" + report_tables(rows);
+  if (plots && !rows.empty()) {
+    if (!have_gnuplot()) {
+      log_warn("gnuplot not found: no plots (install gnuplot-nox)");
+    } else {
+      const fs::path dir = fs::path(out) / "plots";
+      ensure_dir(dir.string());
+      auto groups = group_rows(rows);
+      md += "\n## Plots\n\n";
+      for (const auto& task : task_order(rows)) {
+        std::vector<const Group*> gs;
+        for (auto& [k, g] : groups)
+          if (g.task == task && g.scale == 0) gs.push_back(&g);
+        const bool hm = std::find(spec.heatmap_tasks.begin(), spec.heatmap_tasks.end(), task) !=
+                        spec.heatmap_tasks.end();
+        md += plots_for_task(dir, task, gs, hm);
+      }
+    }
+  }
+  const std::string path = (fs::path(out) / "report.md").string();
+  write_file_atomic(path, md);
+  return path;
+}
+
+}  // namespace seqlab

@@ -1,0 +1,29 @@
+// report.md and plots for a suite, from its result rows.
+//
+// Tables: for every task, one row per (arch, d_model, n_layer) with the accuracy at each test
+// length as mean over seeds (best seed in parentheses); a cell is marked ✓ when the mean reaches
+// the success threshold of 90%. Saturation rows (saturation_scale set) get their own table.
+// Plots (gnuplot, SVG and PNG): accuracy against test length per architecture, one per task; and
+// for the spec's heatmap tasks, accuracy over width × test length, one per architecture.
+#pragma once
+
+#include "seqlab/exp/suite.h"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace seqlab {
+
+constexpr double kSuccessAccuracy = 0.90;
+
+// Writes <out>/report.md (and plots under <out>/plots when `plots` and gnuplot is installed);
+// returns the report's path.
+std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json>& rows,
+                         const std::string& out, bool plots, int64_t failed_cells);
+
+// The markdown tables alone (testable without files).
+std::string report_tables(const std::vector<nlohmann::json>& rows);
+
+}  // namespace seqlab

@@ -1,0 +1,173 @@
+#include "seqlab/exp/suite.h"
+
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/core/error.h"
+#include "seqlab/core/log.h"
+#include "seqlab/core/progress.h"
+#include "seqlab/exp/report.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+extern char** environ;
+
+namespace seqlab {
+
+namespace fs = std::filesystem;
+
+nlohmann::json make_cell(const std::string& id, const nlohmann::json& model,
+                         const nlohmann::json& task, const nlohmann::json& train,
+                         const std::vector<int64_t>& test_lengths, int64_t eval_size,
+                         const nlohmann::json& tags) {
+  return {{"id", id},
+          {"model", model},
+          {"task", task},
+          {"train", train},
+          {"test_lengths", test_lengths},
+          {"eval_size", eval_size},
+          {"tags", tags}};
+}
+
+SuiteSpec make_suite(const std::string& name, bool quick) {
+  std::string names;
+  for (const auto& e : suite_registry()) {
+    if (e.name == name) {
+      auto spec = e.make(quick);
+      std::set<std::string> ids;
+      for (const auto& c : spec.cells)
+        SEQLAB_CHECK(ids.insert(c.at("id").get<std::string>()).second,
+                     "suite {}: duplicate cell id {}", name, c.at("id").dump());
+      return spec;
+    }
+    names += (names.empty() ? "" : ", ") + e.name;
+  }
+  fail("unknown suite '{}' (known: {})", name, names);
+}
+
+namespace {
+
+struct Worker {
+  pid_t pid;
+  std::string id;
+};
+
+// Starts `<exe> suite-cell --cell <spec> --out <run>` with stdout and stderr to <log>.
+pid_t spawn_cell(const std::string& exe, const std::string& spec, const std::string& run,
+                 const std::string& log) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<std::string> args = {exe, "suite-cell", "--cell", spec, "--out",
+                                   run, "--threads",  "1",      "-q"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  SEQLAB_CHECK(rc == 0, "could not start worker {}: {}", exe, std::strerror(rc));
+  return pid;
+}
+
+std::string last_line_of(const std::string& path) {
+  std::string s;
+  try {
+    s = read_file(path);
+  } catch (const Error&) {
+    return "";
+  }
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  const auto nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+}  // namespace
+
+SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SEQLAB_CHECK(!opt.out.empty(), "suite {}: --out is required", spec.name);
+  SEQLAB_CHECK(fs::exists(opt.worker_exe), "suite worker binary {} not found", opt.worker_exe);
+  const fs::path out(opt.out), cells_dir = out / "cells", runs_dir = out / "runs";
+  ensure_dir(cells_dir.string());
+  ensure_dir(runs_dir.string());
+  const int64_t jobs =
+      opt.jobs > 0 ? opt.jobs : std::max<int64_t>(1, std::thread::hardware_concurrency());
+
+  SuiteOutcome res;
+  res.cells = static_cast<int64_t>(spec.cells.size());
+  std::vector<const nlohmann::json*> pending;
+  for (const auto& c : spec.cells) {
+    const auto id = c.at("id").get<std::string>();
+    const auto result = cells_dir / (id + ".result.json");
+    if (fs::exists(result)) {
+      res.skipped += 1;
+      continue;
+    }
+    write_file_atomic((cells_dir / (id + ".json")).string(), c.dump(2) + "\n");
+    pending.push_back(&c);
+  }
+  log_info("suite {}: {} cells, {} already done, {} to run on {} workers", spec.name, res.cells,
+           res.skipped, pending.size(), jobs);
+
+  Progress bar("suite " + spec.name, res.cells, res.skipped);
+  std::vector<Worker> running;
+  size_t next = 0;
+  int64_t done = res.skipped;
+  while (next < pending.size() || !running.empty()) {
+    while (next < pending.size() && static_cast<int64_t>(running.size()) < jobs) {
+      const auto id = pending[next]->at("id").get<std::string>();
+      running.push_back({spawn_cell(opt.worker_exe, (cells_dir / (id + ".json")).string(),
+                                    (runs_dir / id).string(), (cells_dir / (id + ".log")).string()),
+                         id});
+      ++next;
+    }
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) break;
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (running[i].pid != pid) continue;
+      const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                      fs::exists(cells_dir / (running[i].id + ".result.json"));
+      if (ok) {
+        res.ran += 1;
+      } else {
+        res.failed += 1;
+        log_warn("cell {} failed: {} (log: {})", running[i].id,
+                 last_line_of((cells_dir / (running[i].id + ".log")).string()),
+                 (cells_dir / (running[i].id + ".log")).string());
+      }
+      running.erase(running.begin() + static_cast<long>(i));
+      break;
+    }
+    bar.update(++done, res.failed ? fmt::format("{} failed", res.failed) : "");
+  }
+  bar.finish();
+
+  // Gather every finished cell's rows, in grid order.
+  std::vector<nlohmann::json> rows;
+  std::string jsonl;
+  for (const auto& c : spec.cells) {
+    const auto path = cells_dir / (c.at("id").get<std::string>() + ".result.json");
+    if (!fs::exists(path)) continue;
+    auto r = nlohmann::json::parse(read_file(path.string()));
+    for (const auto& row : r.at("rows")) {
+      rows.push_back(row);
+      jsonl += row.dump() + "\n";
+    }
+  }
+  write_file_atomic((out / "results.jsonl").string(), jsonl);
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.report = write_report(spec, rows, opt.out, opt.plots, res.failed);
+  return res;
+}
+
+}  // namespace seqlab

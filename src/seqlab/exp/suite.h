@@ -1,0 +1,62 @@
+// Experiment suites: a named grid of cells (exp/cell.h), run in parallel worker processes,
+// resumable, ending in results.jsonl, report.md and plots.
+//
+// Layout of a suite's output directory:
+//   cells/<id>.json        the cell's spec (written before it runs)
+//   cells/<id>.result.json its rows, written atomically when it finishes: a finished cell is
+//                          skipped on rerun, and a killed one resumes from its checkpoint
+//   cells/<id>.log         the worker's stderr
+//   runs/<id>/             the cell's model directory (checkpoints, metrics.jsonl)
+//   results.jsonl          one row per (cell, test length[, saturation scale]), grid order
+//   report.md, *.svg, *.png
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace seqlab {
+
+struct SuiteSpec {
+  std::string name;
+  std::string description;  // one line, for `seqlab suite --help`
+  std::string claims;       // markdown: the papers' claims this suite checks, quoted in report.md
+  std::vector<nlohmann::json> cells;
+  // Tasks whose report gets a width x length accuracy heatmap per architecture.
+  std::vector<std::string> heatmap_tasks;
+};
+
+struct SuiteEntry {
+  std::string name;
+  std::string description;
+  std::function<SuiteSpec(bool quick)> make;
+};
+
+const std::vector<SuiteEntry>& suite_registry();
+SuiteSpec make_suite(const std::string& name, bool quick);
+
+struct SuiteOptions {
+  std::string out;
+  int64_t jobs = 0;        // worker processes (0 = number of cores)
+  std::string worker_exe;  // the seqlab binary: workers run `<exe> suite-cell --cell F --out D`
+  bool plots = true;       // render plots with gnuplot when it is installed
+};
+
+struct SuiteOutcome {
+  int64_t cells = 0, ran = 0, skipped = 0, failed = 0;
+  double seconds = 0;
+  std::string report;  // path of report.md
+};
+
+// Runs every unfinished cell, then writes results.jsonl, report.md and the plots.
+SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt);
+
+// Helpers for suite definitions: a cell with the given configs and a readable unique id.
+nlohmann::json make_cell(const std::string& id, const nlohmann::json& model,
+                         const nlohmann::json& task, const nlohmann::json& train,
+                         const std::vector<int64_t>& test_lengths, int64_t eval_size,
+                         const nlohmann::json& tags = nlohmann::json::object());
+
+}  // namespace seqlab

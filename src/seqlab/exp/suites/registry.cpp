@@ -1,0 +1,20 @@
+#include "seqlab/exp/suites/suites.h"
+
+namespace seqlab {
+
+const std::vector<SuiteEntry>& suite_registry() {
+  static const std::vector<SuiteEntry> r = {
+      {"hierarchy", "RNN formal hierarchy: counting languages, saturation (Merrill+ 2020)",
+       hierarchy_suite},
+      {"separations",
+       "Transformer vs recurrent: index lookup, bounded Dyck, equality, nearest neighbour "
+       "(Bhattamishra+ 2024)",
+       separations_suite},
+      {"chomsky", "length generalisation across the Chomsky hierarchy (Deletang+ 2023)",
+       chomsky_suite},
+      {"recall", "associative recall (MQAR), flip-flop, copying", recall_suite},
+  };
+  return r;
+}
+
+}  // namespace seqlab

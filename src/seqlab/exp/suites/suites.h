@@ -1,0 +1,13 @@
+// The suite definitions, one file each.
+#pragma once
+
+#include "seqlab/exp/suite.h"
+
+namespace seqlab {
+
+SuiteSpec hierarchy_suite(bool quick);    // Merrill et al. 2020
+SuiteSpec separations_suite(bool quick);  // Bhattamishra et al. 2024
+SuiteSpec chomsky_suite(bool quick);      // Deletang et al. 2023
+SuiteSpec recall_suite(bool quick);       // Arora et al. 2023, Liu et al. 2023, Jelassi et al. 2024
+
+}  // namespace seqlab

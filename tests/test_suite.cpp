@@ -1,0 +1,86 @@
+#include "seqlab/exp/suite.h"
+
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/grid.h"
+#include "seqlab/model/model_config.h"
+#include "seqlab/tasks/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+using namespace seqlab;
+namespace fs = std::filesystem;
+
+// Every suite, quick and full, builds cells whose configs load and whose tasks accept every
+// training and test length: a typo in a grid fails here, not an hour into a run.
+TEST(Suite, EveryGridIsValid) {
+  for (const auto& e : suite_registry())
+    for (bool quick : {true, false}) {
+      auto spec = make_suite(e.name, quick);
+      EXPECT_FALSE(spec.cells.empty()) << e.name;
+      for (const auto& c : spec.cells) {
+        const auto id = c.at("id").get<std::string>();
+        auto mc = ModelConfig::from_json(c.at("model"), id);
+        auto tc = TaskConfig::from_json(c.at("task"), id);
+        auto task = make_task(tc);
+        for (int64_t L : c.at("test_lengths").get<std::vector<int64_t>>()) {
+          EXPECT_GE(L, task->min_length()) << id;
+          EXPECT_NO_THROW(task->sample(2, L, 1)) << id << " at length " << L;
+          if (mc.resolved_pos(mc.mixer.arch == "softmax" || mc.mixer.arch == "linear") == "learned")
+            EXPECT_LE(L, mc.mixer.max_len) << id << ": test length past max_context";
+        }
+        EXPECT_NO_THROW(task->sample(2, tc.max_len, 1)) << id;
+        EXPECT_NO_THROW(task->sample(2, tc.min_len, 1)) << id;
+      }
+    }
+}
+
+TEST(Suite, QuickGridsAreSmall) {
+  for (const auto& e : suite_registry())
+    EXPECT_LE(make_suite(e.name, true).cells.size(), 40u) << e.name;
+}
+
+TEST(Suite, UnknownSuiteIsAnError) {
+  EXPECT_THROW(make_suite("nonesuch", true), seqlab::Error);
+}
+
+// A two-cell grid end to end through worker processes, then a rerun that skips both cells.
+TEST(Suite, RunsInWorkersAndResumes) {
+  const char* bin = std::getenv("SEQLAB_BIN");
+  if (!bin) GTEST_SKIP() << "SEQLAB_BIN not set (run through ctest)";
+  SuiteSpec spec;
+  spec.name = "tiny";
+  for (auto arch : {"lstm", "gru"})
+    spec.cells.push_back(make_cell(std::string("parity_") + arch, grid_model(arch, 8, 1, 64),
+                                   grid_task("parity", 2, 8), grid_train(20, 8, 3e-3, 0), {8, 16},
+                                   16, {{"width", 8}}));
+  spec.cells[0]["saturation"] = std::vector<double>{4};
+  const auto out = (fs::temp_directory_path() / "seqlab_test_suite").string();
+  fs::remove_all(out);
+  SuiteOptions opt;
+  opt.out = out;
+  opt.jobs = 2;
+  opt.worker_exe = bin;
+  opt.plots = false;
+  auto r = run_suite(spec, opt);
+  EXPECT_EQ(r.ran, 2);
+  EXPECT_EQ(r.failed, 0);
+  auto jsonl = read_file((fs::path(out) / "results.jsonl").string());
+  std::vector<nlohmann::json> rows;
+  std::stringstream ss(jsonl);
+  std::string line;
+  while (std::getline(ss, line)) rows.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(rows.size(), 6u);  // lstm: 2 lengths + 2 saturated; gru: 2 lengths
+  for (const auto& row : rows)
+    for (auto k :
+         {"task", "arch", "d_model", "n_layer", "seed", "train_length", "test_length", "accuracy"})
+      EXPECT_TRUE(row.contains(k)) << k << " missing in " << row.dump();
+  EXPECT_EQ(rows[2]["saturation_scale"], 4.0);
+  EXPECT_TRUE(fs::exists(fs::path(out) / "report.md"));
+  auto again = run_suite(spec, opt);
+  EXPECT_EQ(again.ran, 0);
+  EXPECT_EQ(again.skipped, 2);
+  EXPECT_EQ(read_file((fs::path(out) / "results.jsonl").string()), jsonl);
+}
