@@ -88,10 +88,14 @@ std::unique_ptr<Task> make_task(const TaskConfig& cfg) {
   for (const auto& e : task_registry()) {
     if (e.name != cfg.task) continue;
     auto t = e.make(cfg);
-    SEQLAB_CHECK(cfg.min_len >= t->min_length(), "task {}: --min-len {} is below its minimum ({})",
-                 cfg.task, cfg.min_len, t->min_length());
-    SEQLAB_CHECK(cfg.max_len >= cfg.min_len, "task {}: --max-len {} is below --min-len {}",
-                 cfg.task, cfg.max_len, cfg.min_len);
+    SEQLAB_CHECK(cfg.min_len == 0 || cfg.min_len >= t->min_length(),
+                 "task {}: --min-len {} is below its minimum ({})", cfg.task, cfg.min_len,
+                 t->min_length());
+    SEQLAB_CHECK(cfg.min_len >= 0, "task {}: --min-len must be >= 0", cfg.task);
+    const int64_t shortest = std::max(cfg.min_len, t->min_length());
+    SEQLAB_CHECK(cfg.max_len >= shortest,
+                 "task {}: --max-len {} is below the shortest training length {}", cfg.task,
+                 cfg.max_len, shortest);
     return t;
   }
   std::string names;

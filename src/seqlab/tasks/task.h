@@ -30,7 +30,7 @@ struct TaskConfig {
   template <class V>
   void visit(V&& v) {
     v(task, "task", std::string("parity"), "task name (see `seqlab tasks`)");
-    v(min_len, "min-len", int64_t{1}, "shortest training sequence");
+    v(min_len, "min-len", int64_t{0}, "shortest training sequence (0 = the task's minimum)");
     v(max_len, "max-len", int64_t{40}, "longest training sequence");
     v(vocab, "vocab", int64_t{0}, "alphabet size of tasks that have one (0 = task default)");
     v(n_types, "n-types", int64_t{2}, "dyck_bounded: bracket types k");

@@ -124,6 +124,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   }
   train_cfg.validate();
   auto task = make_task(task_cfg);
+  if (task_cfg.min_len == 0) task_cfg.min_len = task->min_length();
   model_cfg.vocab_size = task->vocab_size();
   model_cfg.head = task->head();
   model_cfg.n_classes = task->n_classes();
