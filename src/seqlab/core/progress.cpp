@@ -53,16 +53,19 @@ void Progress::draw(bool final) {
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
   const double rate = el > 0 ? (done_ - start_) / el : 0.0;
   const double eta = rate > 0 ? (total_ - done_) / rate : -1;
+  // Slow units (suite cells) read better as seconds per unit.
+  const std::string speed = rate >= 1 || rate <= 0 ? fmt::format("{:.1f} it/s", rate)
+                                                   : fmt::format("{:.1f} s/it", 1.0 / rate);
   std::string line;
   if (tty_) {
     const int width = 24;
     const int fill = total_ > 0 ? static_cast<int>(width * done_ / total_) : 0;
-    line = fmt::format("\r{}  [{}{}]  {}/{}  {:.1f} it/s  {} {}  {}\x1b[K", label_,
-                       std::string(fill, '#'), std::string(width - fill, '.'), done_, total_, rate,
-                       final ? "took" : "eta", format_duration(final ? el : eta), status_);
+    line = fmt::format("\r{}  [{}{}]  {}/{}  {}  {} {}  {}\x1b[K", label_, std::string(fill, '#'),
+                       std::string(width - fill, '.'), done_, total_, speed, final ? "took" : "eta",
+                       format_duration(final ? el : eta), status_);
     if (final) line += "\n";
   } else {
-    line = fmt::format("{}  {}/{}  {:.1f} it/s  {} {}  {}\n", label_, done_, total_, rate,
+    line = fmt::format("{}  {}/{}  {}  {} {}  {}\n", label_, done_, total_, speed,
                        final ? "took" : "eta", format_duration(final ? el : eta), status_);
   }
   std::fputs(line.c_str(), stderr);
