@@ -31,3 +31,11 @@ TEST(Report, SaturationRowsGetTheirOwnTable) {
   EXPECT_NE(md.find("Saturation"), std::string::npos) << md;
   EXPECT_NE(md.find("| lstm | 32 | 8 | 1 | 0.400 |"), std::string::npos) << md;
 }
+
+TEST(Report, AcceptedGetsItsOwnTable) {
+  auto r = row("lstm", 0, 42, 1.0);
+  r["accepted"] = 0.0;
+  auto md = report_tables({r});
+  EXPECT_NE(md.find("Accepted:"), std::string::npos) << md;
+  EXPECT_NE(md.find("| lstm | 32 | 1 | 1 | 40 | 0.000 |"), std::string::npos) << md;
+}

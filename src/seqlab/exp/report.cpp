@@ -25,6 +25,7 @@ struct Group {
   double scale = 0;
   int64_t train_length = 0;
   std::map<int64_t, std::vector<double>> acc;  // test length -> one accuracy per seed
+  std::map<int64_t, std::vector<double>> accepted;  // the same for anbn's "accepted", if any
   std::set<uint64_t> seeds;
 };
 
@@ -52,6 +53,8 @@ std::map<Key, Group> group_rows(const std::vector<nlohmann::json>& rows) {
     g.scale = scale;
     g.train_length = r.at("train_length");
     g.acc[r.at("test_length").get<int64_t>()].push_back(r.at("accuracy").get<double>());
+    if (r.contains("accepted"))
+      g.accepted[r.at("test_length").get<int64_t>()].push_back(r.at("accepted").get<double>());
     g.seeds.insert(r.at("seed").get<uint64_t>());
   }
   return groups;
@@ -188,6 +191,21 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
         "### {}\n\nAccuracy by test length: mean over seeds (best seed); ✓ = mean ≥ "
         "{:.0f}%.\n\n{}\n",
         task, kSuccessAccuracy * 100, table_for(plain, false));
+    bool any_accepted = false;
+    std::vector<Group> acc_groups;
+    for (auto* g : plain)
+      if (!g->accepted.empty()) {
+        any_accepted = true;
+        acc_groups.push_back(*g);
+        acc_groups.back().acc = g->accepted;
+      }
+    if (any_accepted) {
+      std::vector<const Group*> ptrs;
+      for (auto& g : acc_groups) ptrs.push_back(&g);
+      md += fmt::format("Accepted: fraction of strings whose every determined next symbol gets "
+                        "probability above the threshold.\n\n{}\n",
+                        table_for(ptrs, false));
+    }
     if (!sat.empty())
       md += fmt::format(
           "Saturation: after training, the weights and biases of the recurrence (w_ih, "
