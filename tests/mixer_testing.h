@@ -128,6 +128,18 @@ inline ::testing::AssertionResult sees_the_future(MixerImpl& m, const torch::Ten
          << ": the mixer does not see the future";
 }
 
+// Copies our input and recurrence projections into a one-layer torch::nn::GRU or torch::nn::LSTM
+// `ref`, which stacks its gates along dim 0 in the same order as w_ih and w_hh do.
+inline void copy_rnn_weights(torch::nn::Module& ref, const torch::nn::Linear& w_ih,
+                             const torch::nn::Linear& w_hh) {
+  torch::NoGradGuard ng;
+  auto p = ref.named_parameters();
+  p["weight_ih_l0"].copy_(w_ih->weight);
+  p["weight_hh_l0"].copy_(w_hh->weight);
+  p["bias_ih_l0"].copy_(w_ih->bias);
+  p["bias_hh_l0"].copy_(w_hh->bias);
+}
+
 // The names of a state's tensors, in for_each order.
 inline std::vector<std::string> state_names(MixerState& s) {
   std::vector<std::string> names;

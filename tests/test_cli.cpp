@@ -14,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -36,9 +38,19 @@ std::string slurp(const std::string& path) {
 }
 
 // Runs `seqlab <args>` through the shell, capturing stdout, stderr and the exit code.
+// A directory of this test process's own, so concurrent ctest runs do not collide.
+fs::path scratch() {
+  static const fs::path d = [] {
+    auto p = fs::temp_directory_path() / ("seqlab_test_cli." + std::to_string(getpid()));
+    fs::remove_all(p);
+    fs::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
 Run run_cli(const std::string& args) {
-  const auto dir = fs::temp_directory_path();
-  const auto o = (dir / "seqlab_cli_out").string(), e = (dir / "seqlab_cli_err").string();
+  const auto o = (scratch() / "stdout").string(), e = (scratch() / "stderr").string();
   const int status = std::system((bin() + " " + args + " >" + o + " 2>" + e).c_str());
   Run r;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -48,7 +60,7 @@ Run run_cli(const std::string& args) {
 }
 
 std::string tmp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("seqlab_test_cli_" + name);
+  auto d = scratch() / name;
   fs::remove_all(d);
   return d.string();
 }
@@ -79,6 +91,11 @@ TEST(Cli, BadInputGivesExitCode2AndOneLine) {
   expect_error("train --out " + out + " --steps abc", "steps");
   expect_error("train --out " + out + " --min-len 10 --max-len 5", "--max-len 5");
   expect_error("train --out " + out + " --arch lstm --causal false", "bidirectional");
+  expect_error("train --out " + out + " --seed -1", "seed");
+  expect_error("train --out " + out + " --threads -4", "threads");
+  expect_error("train --out " + out + " --lr 1e30", "--lr");
+  expect_error("train --out " + out + " --arch softmax --max-len 100 --max-context 64",
+               "--max-context 64");
   expect_error("eval --model " + tmp_dir("missing"), "not a directory");
   expect_error("frobnicate", "frobnicate");
   EXPECT_FALSE(fs::exists(out)) << "a failed command left output behind";
@@ -125,33 +142,78 @@ TEST(Cli, LstmLearnsParityAndEvalPrintsJson) {
   EXPECT_GT(ej["results"][0]["n"].get<int64_t>(), 0);
 }
 
-// Killed with SIGKILL after its first checkpoint, at a random moment (possibly mid-write),
-// then resumed: the weights equal an uninterrupted run's, bit for bit.
+int64_t checkpoint_step(const std::string& dir) {
+  auto t = seqlab::load_safetensors((fs::path(dir) / "train_state.safetensors").string()).tensors;
+  return t.at("step").item<int64_t>();
+}
+
+// Starts `seqlab <args>` in the background; returns its pid.
+pid_t start_cli(const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    freopen("/dev/null", "w", stderr);
+    std::vector<char*> argv;
+    std::string b = bin();
+    argv.push_back(b.data());
+    std::vector<std::string> copy = args;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(b.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string w;
+  while (ss >> w) out.push_back(w);
+  return out;
+}
+
+// Killed with SIGKILL at a random moment after its first checkpoint (possibly mid-write), then
+// resumed: the weights and the metrics log equal an uninterrupted run's, bit for bit.
 TEST(Cli, KilledRunResumesBitwiseExactly) {
   const std::string args =
-      "train --task parity --arch gru --steps 60 --checkpoint-every 10 "
-      "--max-len 10" +
+      "train --task parity --arch gru --steps 200 --checkpoint-every 10 "
+      "--log-every 3 --max-len 10" +
       kTiny;
   const auto full = tmp_dir("full"), part = tmp_dir("part");
   ASSERT_EQ(run_cli(args + "--out " + full).code, 0);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", (bin() + " " + args + "--out " + part + " 2>/dev/null").c_str(),
-          nullptr);
-    _exit(127);
-  }
+  std::mt19937 rng(std::random_device{}());
+  const pid_t pid = start_cli(split(args + "--out " + part));
   const auto state = fs::path(part) / "train_state.safetensors";
-  for (int i = 0; i < 2000 && !fs::exists(state); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  std::this_thread::sleep_for(std::chrono::milliseconds(std::rand() % 100));
+  for (int i = 0; i < 4000 && !fs::exists(state); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
   kill(pid, SIGKILL);
-  system("pkill -9 -f seqlab_test_cli_part >/dev/null 2>&1");
   waitpid(pid, nullptr, 0);
-  auto r = run_cli("train --resume --out " + part + " --threads 1 -q");
+  const int64_t at = checkpoint_step(part);
+  ASSERT_LT(at, 200) << "the run finished before the kill: nothing was interrupted";
+  auto r = run_cli("train --resume --out " + part + " -q");
   ASSERT_EQ(r.code, 0) << r.err;
   auto a = seqlab::load_safetensors((fs::path(full) / "model.safetensors").string()).tensors;
   auto b = seqlab::load_safetensors((fs::path(part) / "model.safetensors").string()).tensors;
   ASSERT_EQ(a.size(), b.size());
+  for (auto& [k, v] : a) EXPECT_TRUE(v.equal(b.at(k))) << k << " (killed at step " << at << ")";
+  EXPECT_EQ(slurp((fs::path(full) / "metrics.jsonl").string()),
+            slurp((fs::path(part) / "metrics.jsonl").string()));
+}
+
+// Killed before its first checkpoint: the directory already loads (initial weights and configs),
+// and --resume starts the run again.
+TEST(Cli, KilledBeforeTheFirstCheckpointLoadsAndResumes) {
+  const std::string args = "train --task parity --arch gru --steps 20 --max-len 10" + kTiny;
+  const auto full = tmp_dir("full0"), part = tmp_dir("part0");
+  ASSERT_EQ(run_cli(args + "--out " + full).code, 0);
+  ASSERT_EQ(run_cli(args + "--out " + part).code, 0);
+  fs::remove(fs::path(part) / "train_state.safetensors");  // as if killed before step 20
+  EXPECT_EQ(run_cli("eval --model " + part + " -q --threads 1").code, 0);
+  auto r = run_cli("train --resume --out " + part + " -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto a = seqlab::load_safetensors((fs::path(full) / "model.safetensors").string()).tensors;
+  auto b = seqlab::load_safetensors((fs::path(part) / "model.safetensors").string()).tensors;
   for (auto& [k, v] : a) EXPECT_TRUE(v.equal(b.at(k))) << k;
 }
 

@@ -18,11 +18,7 @@ TEST(GRU, MatchesTorchGRUWithCopiedWeights) {
   torch::manual_seed(3);
   GRUImpl m(small_config("gru"));
   torch::nn::GRU ref(torch::nn::GRUOptions(16, 16).batch_first(true));
-  auto p = ref->named_parameters();
-  p["weight_ih_l0"].copy_(m.w_ih->weight);
-  p["weight_hh_l0"].copy_(m.w_hh->weight);
-  p["bias_ih_l0"].copy_(m.w_ih->bias);
-  p["bias_hh_l0"].copy_(m.w_hh->bias);
+  copy_rnn_weights(*ref, m.w_ih, m.w_hh);
   auto x = torch::randn({3, 13, 16});
   auto h_ref = std::get<0>(ref->forward(x));  // [B,T,D]
   EXPECT_TRUE(all_close(m.forward(x), m.o(h_ref), 1e-5, "gru vs torch::nn::GRU"));

@@ -19,11 +19,7 @@ TEST(LSTM, MatchesTorchLSTMWithCopiedWeights) {
   // Make the forget slice distinct from the rest, so that a swapped gate order cannot hide.
   m.w_hh->bias.narrow(0, 16, 16).uniform_(-0.5, 0.5);
   torch::nn::LSTM ref(torch::nn::LSTMOptions(16, 16).batch_first(true));
-  auto p = ref->named_parameters();
-  p["weight_ih_l0"].copy_(m.w_ih->weight);
-  p["weight_hh_l0"].copy_(m.w_hh->weight);
-  p["bias_ih_l0"].copy_(m.w_ih->bias);
-  p["bias_hh_l0"].copy_(m.w_hh->bias);
+  copy_rnn_weights(*ref, m.w_ih, m.w_hh);
   auto x = torch::randn({3, 13, 16});
   auto h_ref = std::get<0>(ref->forward(x));  // [B,T,D]
   EXPECT_TRUE(all_close(m.forward(x), m.o(h_ref), 1e-5, "lstm vs torch::nn::LSTM"));

@@ -68,8 +68,17 @@ TEST(ModelConfig, StrictReader) {
     ModelConfig::from_json(j, "cfg.json");
     FAIL() << "a string d_model was accepted";
   } catch (const seqlab::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("cfg.json: field 'd_model' has the wrong type"),
+    EXPECT_NE(std::string(e.what()).find("cfg.json: field 'd_model' must be an integer"),
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(ModelConfig, IntegerFieldsRejectFractionsAndNegativeSeeds) {
+  auto j = ModelConfig().to_json();
+  j["d_model"] = 2.7;
+  EXPECT_THROW(ModelConfig::from_json(j, "cfg.json"), seqlab::Error);
+  j = ModelConfig().to_json();
+  j["init_seed"] = -1;
+  EXPECT_THROW(ModelConfig::from_json(j, "cfg.json"), seqlab::Error);
 }

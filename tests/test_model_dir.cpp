@@ -5,6 +5,8 @@
 
 #include "mixer_testing.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 using namespace seqlab;
@@ -14,7 +16,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string tmp_dir(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("seqlab_test_model_dir_" + name);
+  auto d = fs::temp_directory_path() /
+           ("seqlab_test_model_dir_" + std::to_string(getpid()) + "_" + name);
   fs::remove_all(d);
   return d.string();
 }

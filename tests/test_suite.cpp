@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <set>
 
@@ -57,7 +59,8 @@ TEST(Suite, RunsInWorkersAndResumes) {
                                    grid_task("parity", 2, 8), grid_train(20, 8, 3e-3, 0), {8, 16},
                                    16, {{"width", 8}}));
   spec.cells[0]["saturation"] = std::vector<double>{4};
-  const auto out = (fs::temp_directory_path() / "seqlab_test_suite").string();
+  const auto out =
+      (fs::temp_directory_path() / ("seqlab_test_suite_" + std::to_string(getpid()))).string();
   fs::remove_all(out);
   SuiteOptions opt;
   opt.out = out;
@@ -83,4 +86,27 @@ TEST(Suite, RunsInWorkersAndResumes) {
   EXPECT_EQ(again.ran, 0);
   EXPECT_EQ(again.skipped, 2);
   EXPECT_EQ(read_file((fs::path(out) / "results.jsonl").string()), jsonl);
+}
+
+// Rerunning into a directory whose finished cells ran with other settings is an error, not a
+// silent mix of old and new results.
+TEST(Suite, ChangedSpecOfAFinishedCellIsAnError) {
+  const char* bin = std::getenv("SEQLAB_BIN");
+  if (!bin) GTEST_SKIP() << "SEQLAB_BIN not set (run through ctest)";
+  SuiteSpec spec;
+  spec.name = "tiny2";
+  spec.cells.push_back(make_cell("parity_elman", grid_model("elman", 8, 1, 64),
+                                 grid_task("parity", 2, 8), grid_train(5, 8, 3e-3, 0), {8}, 8));
+  const auto out =
+      (fs::temp_directory_path() / ("seqlab_test_suite_changed_" + std::to_string(getpid())))
+          .string();
+  fs::remove_all(out);
+  SuiteOptions opt;
+  opt.out = out;
+  opt.jobs = 1;
+  opt.worker_exe = bin;
+  opt.plots = false;
+  EXPECT_EQ(run_suite(spec, opt).ran, 1);
+  spec.cells[0]["train"]["steps"] = 6;
+  EXPECT_THROW(run_suite(spec, opt), seqlab::Error);
 }

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <set>
+#include <type_traits>
 #include <string>
 
 namespace seqlab::cli {
@@ -16,7 +17,11 @@ struct AddFlagsVisitor {
   template <class T, class D>
   void operator()(T& field, const char* flag, const D&, const char* help) {
     if (skip.count(flag)) return;
-    app->add_option(std::string("--") + flag, field, help)->capture_default_str()->group(group);
+    auto* opt =
+        app->add_option(std::string("--") + flag, field, help)->capture_default_str()->group(group);
+    // CLI11 would wrap "-1" into 2^64 - 1 for an unsigned field.
+    if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>)
+      opt->check(CLI::NonNegativeNumber);
   }
 };
 

@@ -23,6 +23,9 @@
 #include <fmt/format.h>
 #include <torch/torch.h>
 
+#include <sys/prctl.h>
+
+#include <csignal>
 #include <filesystem>
 #include <iostream>
 #include <thread>
@@ -35,9 +38,11 @@ namespace {
 struct Common {
   int64_t threads = 0;
   bool quiet = false;
-  void add(CLI::App* app) {
-    app->add_option("--threads", threads, "intra-op threads (0 = all cores)")
-        ->capture_default_str();
+  void add(CLI::App* app, bool with_threads = true) {
+    if (with_threads)
+      app->add_option("--threads", threads, "intra-op threads (0 = all cores)")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
     app->add_flag("-q,--quiet", quiet, "no progress or info lines on stderr");
   }
   void apply() const {
@@ -159,7 +164,7 @@ int run(int argc, char** argv) {
                  "extend the run)")
       ->group("Output");
   train->add_flag("--json", train_json, "print a JSON summary on stdout")->group("Output");
-  common.add(train);
+  common.add(train, /*with_threads=*/false);  // --threads is a TrainConfig field, saved with it
 
   // eval
   auto* eval = app.add_subcommand("eval", "evaluate a model directory on a task at given lengths");
@@ -186,7 +191,8 @@ int run(int argc, char** argv) {
   suite->add_flag("--quick", quick, "the small grid (under 10 minutes on 2 cores)");
   suite->add_option("--out", sopt.out, "output directory (rerun to resume)")->required();
   suite->add_option("--jobs", sopt.jobs, "worker processes (0 = number of cores)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   suite->add_flag("--no-plots", no_plots, "skip gnuplot");
   suite->add_flag("-q,--quiet", common.quiet, "no progress or info lines on stderr");
 
@@ -236,11 +242,18 @@ int run(int argc, char** argv) {
     return r.failed ? 1 : 0;
   }
   if (*cell) {
-    common.apply();
-    const auto spec = nlohmann::json::parse(read_file(cell_file));
-    auto result = run_cell(spec, cell_out);
+    // A worker dies with its suite: a rerun must not race an orphan on the same run directory.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     SEQLAB_CHECK(cell_file.size() > 5 && cell_file.substr(cell_file.size() - 5) == ".json",
-                 "--cell must name a .json file");
+                 "--cell must name a .json file, got {}", cell_file);
+    nlohmann::json spec;
+    try {
+      spec = nlohmann::json::parse(read_file(cell_file));
+    } catch (const nlohmann::json::exception& e) {
+      fail("{}: not valid JSON ({})", cell_file, e.what());
+    }
+    common.apply();
+    auto result = run_cell(spec, cell_out);
     write_file_atomic(cell_file.substr(0, cell_file.size() - 5) + ".result.json",
                       result.dump(1) + "\n");
   }

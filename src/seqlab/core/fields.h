@@ -17,6 +17,7 @@
 
 #include <set>
 #include <string>
+#include <type_traits>
 
 namespace seqlab {
 
@@ -57,6 +58,14 @@ struct FromJsonVisitor {
     known.insert(key);
     auto it = j.find(key);
     if (it == j.end()) return;
+    // nlohmann converts 2.7 to 2 and -1 to 2^64 - 1 without a word; a config file must not.
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (!it->is_number_integer())
+        fail("{}: field '{}' must be an integer, got {}", source, key, it->dump());
+      if constexpr (std::is_unsigned_v<T>)
+        if (it->is_number_integer() && !it->is_number_unsigned())
+          fail("{}: field '{}' must be >= 0, got {}", source, key, it->dump());
+    }
     try {
       field = it->template get<T>();
     } catch (const nlohmann::json::exception&) {

@@ -42,6 +42,13 @@ nlohmann::json run_cell(const nlohmann::json& cell, const std::string& run_dir) 
   const auto test_tasks = cell.value("test_tasks", std::vector<std::string>{task_cfg.task});
 
   auto outcome = train_model(model_cfg, task_cfg, train_cfg, run_dir, /*resume=*/true);
+  // Report what actually ran: the configs as the run directory recorded them (resolved minimum
+  // length, thread count, seeds).
+  {
+    auto j = read_config_json(run_dir);
+    task_cfg = TaskConfig::from_json(j["task"], run_dir);
+    train_cfg = TrainConfig::from_json(j["train"], run_dir);
+  }
   auto loaded = load_model_dir(run_dir);
   const auto& mc = loaded.config;
   std::vector<std::pair<std::string, std::unique_ptr<Task>>> tasks;

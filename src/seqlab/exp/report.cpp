@@ -24,12 +24,14 @@ struct Group {
   int64_t d_model = 0, n_layer = 0;
   double scale = 0;
   int64_t train_length = 0;
-  std::map<int64_t, std::vector<double>> acc;  // test length -> one accuracy per seed
+  std::map<int64_t, std::vector<double>> acc;       // test length -> one accuracy per seed
   std::map<int64_t, std::vector<double>> accepted;  // the same for anbn's "accepted", if any
   std::set<uint64_t> seeds;
 };
 
-using Key = std::tuple<std::string, std::string, int64_t, int64_t, double>;
+// task, arch, d_model, n_layer, saturation scale, training length, training task: rows that agree
+// on all of these differ only in their seed.
+using Key = std::tuple<std::string, std::string, int64_t, int64_t, double, int64_t, std::string>;
 
 std::vector<std::string> task_order(const std::vector<nlohmann::json>& rows) {
   std::vector<std::string> order;
@@ -44,7 +46,13 @@ std::map<Key, Group> group_rows(const std::vector<nlohmann::json>& rows) {
   std::map<Key, Group> groups;
   for (const auto& r : rows) {
     const double scale = r.value("saturation_scale", 0.0);
-    Key k{r.at("task"), r.at("arch"), r.at("d_model"), r.at("n_layer"), scale};
+    Key k{r.at("task"),
+          r.at("arch"),
+          r.at("d_model"),
+          r.at("n_layer"),
+          scale,
+          r.at("train_length"),
+          r.value("train_task", r.at("task").get<std::string>())};
     auto& g = groups[k];
     g.task = std::get<0>(k);
     g.arch = std::get<1>(k);
@@ -202,9 +210,10 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
     if (any_accepted) {
       std::vector<const Group*> ptrs;
       for (auto& g : acc_groups) ptrs.push_back(&g);
-      md += fmt::format("Accepted: fraction of strings whose every determined next symbol gets "
-                        "probability above the threshold.\n\n{}\n",
-                        table_for(ptrs, false));
+      md += fmt::format(
+          "Accepted: fraction of strings whose every determined next symbol gets "
+          "probability above the threshold.\n\n{}\n",
+          table_for(ptrs, false));
     }
     if (!sat.empty())
       md += fmt::format(

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -108,11 +110,21 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
   for (const auto& c : spec.cells) {
     const auto id = c.at("id").get<std::string>();
     const auto result = cells_dir / (id + ".result.json");
+    const auto spec_file = cells_dir / (id + ".json");
+    // A cell that ran (or started) under another spec must not be mixed in: a finished one is an
+    // error, an unfinished one starts again.
+    if (fs::exists(spec_file) && nlohmann::json::parse(read_file(spec_file.string())) != c) {
+      SEQLAB_CHECK(!fs::exists(result),
+                   "{}: cell {} already ran with other settings (e.g. --quick vs full); use "
+                   "another --out",
+                   opt.out, id);
+      fs::remove_all(runs_dir / id);
+    }
     if (fs::exists(result)) {
       res.skipped += 1;
       continue;
     }
-    write_file_atomic((cells_dir / (id + ".json")).string(), c.dump(2) + "\n");
+    write_file_atomic(spec_file.string(), c.dump(2) + "\n");
     pending.push_back(&c);
   }
   log_info("suite {}: {} cells, {} already done, {} to run on {} workers", spec.name, res.cells,
@@ -131,7 +143,10 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
       ++next;
     }
     int status = 0;
-    const pid_t pid = waitpid(-1, &status, 0);
+    pid_t pid = -1;
+    do {
+      pid = waitpid(-1, &status, 0);
+    } while (pid < 0 && errno == EINTR);
     if (pid < 0) break;
     for (size_t i = 0; i < running.size(); ++i) {
       if (running[i].pid != pid) continue;

@@ -67,6 +67,8 @@ class SeqModelImpl : public torch::nn::Module {
   torch::Tensor step(const torch::Tensor& token, ModelState& s);
 
   const ModelConfig& config() const { return cfg_; }
+  // Whether positions are learned embeddings (which stop at max_context).
+  bool uses_learned_positions() const { return pos_ == "learned"; }
 
   torch::nn::Embedding wte{nullptr};  // [V,D]
   torch::nn::Embedding wpe{nullptr};  // [max_len,D], learned positions only

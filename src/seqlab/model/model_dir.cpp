@@ -58,7 +58,7 @@ nlohmann::json read_config_json(const std::string& dir) {
     fail("{}: not valid JSON ({})", path, e.what());
   }
   SEQLAB_CHECK(j.is_object(), "{}: expected a JSON object", path);
-  SEQLAB_CHECK(j.value("format", "") == "seqlab-model",
+  SEQLAB_CHECK(j.contains("format") && j["format"].is_string() && j["format"] == "seqlab-model",
                "{}: not a seqlab model config (\"format\" is not \"seqlab-model\")", path);
   SEQLAB_CHECK(j.contains("format_version") && j["format_version"].is_number_integer(),
                "{}: missing integer format_version", path);

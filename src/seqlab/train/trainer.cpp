@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 namespace seqlab {
 
@@ -23,7 +24,8 @@ namespace fs = std::filesystem;
 void TrainConfig::validate() const {
   SEQLAB_CHECK(steps > 0, "--steps must be positive, got {}", steps);
   SEQLAB_CHECK(batch > 0, "--batch must be positive, got {}", batch);
-  SEQLAB_CHECK(lr > 0 && std::isfinite(lr), "--lr must be a positive number, got {}", lr);
+  SEQLAB_CHECK(lr > 0 && lr <= 1e3, "--lr must be a positive number up to 1000, got {}", lr);
+  SEQLAB_CHECK(threads >= 0, "--threads must be >= 0 (0 = all cores), got {}", threads);
   SEQLAB_CHECK(warmup >= 0, "--warmup must be >= 0, got {}", warmup);
   SEQLAB_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1, "--min-lr-ratio must be in [0,1], got {}",
                min_lr_ratio);
@@ -51,6 +53,35 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
 
 namespace {
 
+// The trainer's own running values, saved with each checkpoint so that a resumed run writes the
+// same metrics.jsonl as an uninterrupted one.
+struct LoopState {
+  double window_loss = 0;    // sum of losses since the last log line
+  int64_t window_n = 0;      // steps in that sum
+  int64_t bad_in_a_row = 0;  // consecutive non-finite losses
+  int64_t skipped = 0;       // non-finite losses in all
+  double first_loss = -1;    // mean loss of the first log window (-1 until known)
+
+  torch::Tensor to_tensor() const {
+    return torch::tensor(
+        {window_loss, static_cast<double>(window_n), static_cast<double>(bad_in_a_row),
+         static_cast<double>(skipped), first_loss},
+        torch::kDouble);
+  }
+  static LoopState from_tensor(const torch::Tensor& t, const std::string& source) {
+    SEQLAB_CHECK(t.numel() == 5 && t.scalar_type() == torch::kDouble,
+                 "{}: 'trainer.loop' must hold 5 float64 values", source);
+    auto a = t.accessor<double, 1>();
+    LoopState l;
+    l.window_loss = a[0];
+    l.window_n = static_cast<int64_t>(a[1]);
+    l.bad_in_a_row = static_cast<int64_t>(a[2]);
+    l.skipped = static_cast<int64_t>(a[3]);
+    l.first_loss = a[4];
+    return l;
+  }
+};
+
 // Keeps the lines of metrics.jsonl whose step is <= `step` (drops what a killed run wrote after
 // its last checkpoint), so a resumed run's log has no duplicates.
 void truncate_metrics(const std::string& path, int64_t step) {
@@ -70,8 +101,9 @@ void truncate_metrics(const std::string& path, int64_t step) {
 }
 
 void save_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, int64_t step,
-                     const nlohmann::json& sections) {
+                     const LoopState& loop, const nlohmann::json& sections) {
   TensorMap t;
+  t["trainer.loop"] = loop.to_tensor();
   for (auto& [k, v] : model_tensors(model)) t["model." + k] = v;
   for (auto& [k, v] : opt.state()) t[k] = v;
   t["step"] = torch::tensor({step}, torch::kLong);
@@ -82,18 +114,21 @@ void save_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, in
   save_model_dir(out, model, sections);
 }
 
-int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt) {
+int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, LoopState& loop) {
   const std::string path = (fs::path(out) / kTrainStateFile).string();
   auto file = load_safetensors(path);
   std::map<std::string, torch::Tensor> weights, optim;
   for (auto& [k, v] : file.tensors) {
     if (k.rfind("model.", 0) == 0)
       weights[k.substr(6)] = v;
-    else if (k != "step")
+    else if (k != "step" && k != "trainer.loop")
       optim[k] = v;
   }
   load_model_tensors(model, weights, path);
   opt.load_state(optim, path);
+  auto lp = file.tensors.find("trainer.loop");
+  SEQLAB_CHECK(lp != file.tensors.end(), "{}: missing 'trainer.loop'", path);
+  loop = LoopState::from_tensor(lp->second, path);
   auto it = file.tensors.find("step");
   SEQLAB_CHECK(it != file.tensors.end() && it->second.numel() == 1, "{}: missing 'step'", path);
   return it->second.item<int64_t>();
@@ -107,31 +142,47 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   const auto t0 = std::chrono::steady_clock::now();
   const std::string state_path = (fs::path(out) / kTrainStateFile).string();
   const bool resuming = resume && fs::exists(state_path);
-  if (resuming) {
+  const bool has_model = fs::exists(fs::path(out) / kConfigFile);
+  if (has_model) {
+    // With --resume, the run continues with the configs it was started with. A run killed before
+    // its first checkpoint left its initial model and configs but no train state; it starts
+    // again from scratch. Any other model directory is never overwritten.
     auto j = read_config_json(out);
     const std::string src = (fs::path(out) / kConfigFile).string();
+    SEQLAB_CHECK(resume,
+                 "{} already holds a model; pass --resume to continue it or choose another "
+                 "--out",
+                 out);
+    SEQLAB_CHECK(j.contains("task") && j.contains("train"),
+                 "{} holds a model that no training run wrote; choose another --out", out);
     model_cfg = ModelConfig::from_json(j["model"], src);
-    SEQLAB_CHECK(j.contains("task") && j.contains("train"), "{}: no task/train section to resume",
-                 src);
     task_cfg = TaskConfig::from_json(j["task"], src);
     train_cfg = TrainConfig::from_json(j["train"], src);
     if (steps_override > 0) train_cfg.steps = steps_override;
+    if (!resuming) log_info("no checkpoint in {} yet: starting from scratch", out);
   } else {
-    SEQLAB_CHECK(!fs::exists(fs::path(out) / kConfigFile),
-                 "{} already holds a model; pass --resume to continue it or choose another --out",
-                 out);
-    if (resume) log_info("no checkpoint in {}: starting from scratch", out);
+    SEQLAB_CHECK(!resuming, "{}: {} without {}", out, kTrainStateFile, kConfigFile);
   }
+
+  // Everything is validated and resolved before the first byte is written.
   train_cfg.validate();
   auto task = make_task(task_cfg);
   if (task_cfg.min_len == 0) task_cfg.min_len = task->min_length();
+  if (train_cfg.threads == 0)
+    train_cfg.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  if (model_cfg.mixer.init_seed == 0)
+    model_cfg.mixer.init_seed = mix_seed(train_cfg.seed, 0x5EEDULL) | 1;
   model_cfg.vocab_size = task->vocab_size();
   model_cfg.head = task->head();
   model_cfg.n_classes = task->n_classes();
   model_cfg.validate();
+  torch::set_num_threads(static_cast<int>(train_cfg.threads));
 
   torch::manual_seed(train_cfg.seed);
   SeqModel model(model_cfg);
+  SEQLAB_CHECK(!model->uses_learned_positions() || task_cfg.max_len <= model_cfg.mixer.max_len,
+               "--max-len {} is longer than --max-context {} (learned positions stop there)",
+               task_cfg.max_len, model_cfg.mixer.max_len);
   model->train();
   std::vector<std::pair<std::string, torch::Tensor>> named;
   std::vector<torch::Tensor> params;
@@ -144,31 +195,35 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   aopt.weight_decay = train_cfg.weight_decay;
   AdamW opt(named, aopt);
 
-  ensure_dir(out);
+  nlohmann::json sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
   const std::string metrics_path = (fs::path(out) / kMetricsFile).string();
   TrainOutcome res;
+  LoopState loop;
   if (resuming) {
-    res.start_step = load_checkpoint(out, *model, opt);
+    res.start_step = load_checkpoint(out, *model, opt, loop);
     SEQLAB_CHECK(res.start_step <= train_cfg.steps, "{}: checkpoint is at step {}, past --steps {}",
                  state_path, res.start_step, train_cfg.steps);
     truncate_metrics(metrics_path, res.start_step);
+    save_model_dir(out, *model, sections);  // records a raised --steps
     log_info("resuming {} from step {}", out, res.start_step);
   } else {
+    // The directory is a loadable model from the start: a kill before the first checkpoint
+    // leaves the initial weights and the configs, and --resume then starts from scratch.
+    ensure_dir(out);
     write_file_atomic(metrics_path, "");
+    save_model_dir(out, *model, sections);
   }
-  nlohmann::json sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
-  log_info("train {} on {}: {} parameters, {} steps of {} x {}-{} tokens", model_cfg.mixer.arch,
-           task->name(), count_parameters(*model), train_cfg.steps, train_cfg.batch,
-           task_cfg.min_len, task_cfg.max_len);
+  res.first_loss = loop.first_loss;
+  log_info("train {} on {}: {} parameters, {} steps of {} x {}-{} tokens, {} threads",
+           model_cfg.mixer.arch, task->name(), count_parameters(*model), train_cfg.steps,
+           train_cfg.batch, task_cfg.min_len, task_cfg.max_len, train_cfg.threads);
 
   std::ofstream metrics(metrics_path, std::ios::app);
   const int64_t eval_every =
       train_cfg.eval_every > 0 ? train_cfg.eval_every : std::max<int64_t>(1, train_cfg.steps / 10);
+  const int64_t end = stop_after > 0 ? std::min(stop_after, train_cfg.steps) : train_cfg.steps;
   Progress bar("train", train_cfg.steps, res.start_step);
-  double window_loss = 0;
-  int64_t window_n = 0, bad_in_a_row = 0;
-  bool first_window = res.start_step == 0;
-  for (int64_t step = res.start_step; step < train_cfg.steps; ++step) {
+  for (int64_t step = res.start_step; step < end; ++step) {
     const uint64_t s = mix_seed(train_cfg.seed, static_cast<uint64_t>(step));
     const int64_t span = task_cfg.max_len - task_cfg.min_len + 1;
     const int64_t len = task_cfg.min_len + static_cast<int64_t>(mix_seed(s, 1) % span);
@@ -177,34 +232,35 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     const double lv = loss.item<double>();
     const double lr =
         lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
-    opt.zero_grad();
-    if (!std::isfinite(lv)) {
-      // Skip the update; a run that keeps producing non-finite losses stops with the last good
-      // checkpoint intact.
-      SEQLAB_CHECK(++bad_in_a_row < 10,
-                   "training diverged: non-finite loss at {} steps in a row "
-                   "(last at step {}); try a lower --lr",
-                   bad_in_a_row, step);
-      continue;
-    }
-    bad_in_a_row = 0;
-    loss.backward();
-    const double gnorm = clip_grad_norm(params, train_cfg.clip);
-    opt.step(lr);
-    window_loss += lv;
-    window_n += 1;
     const int64_t done = step + 1;
+    opt.zero_grad();
+    double gnorm = 0;
+    if (std::isfinite(lv)) {
+      loop.bad_in_a_row = 0;
+      loss.backward();
+      gnorm = clip_grad_norm(params, train_cfg.clip);
+      opt.step(lr);
+      loop.window_loss += lv;
+      loop.window_n += 1;
+    } else {
+      // The update is skipped; a run that keeps producing non-finite losses stops, its last
+      // checkpoint intact.
+      loop.bad_in_a_row += 1;
+      loop.skipped += 1;
+      SEQLAB_CHECK(loop.bad_in_a_row < 10,
+                   "training diverged: non-finite loss at {} steps in a row (last at step {}); "
+                   "try a lower --lr",
+                   loop.bad_in_a_row, step);
+    }
     nlohmann::json line;
-    if (done % train_cfg.log_every == 0 || done == train_cfg.steps) {
-      const double mean = window_loss / window_n;
-      if (first_window) {
-        res.first_loss = mean;
-        first_window = false;
-      }
+    if ((done % train_cfg.log_every == 0 || done == train_cfg.steps) && loop.window_n > 0) {
+      const double mean = loop.window_loss / loop.window_n;
+      if (loop.first_loss < 0) loop.first_loss = res.first_loss = mean;
       res.last_loss = mean;
       line = {{"step", done}, {"loss", mean}, {"lr", lr}, {"grad_norm", gnorm}};
-      window_loss = 0;
-      window_n = 0;
+      if (loop.skipped) line["skipped_steps"] = loop.skipped;
+      loop.window_loss = 0;
+      loop.window_n = 0;
     }
     if (done % eval_every == 0 || done == train_cfg.steps) {
       auto ev = evaluate(*model, *task, task_cfg.max_len, train_cfg.eval_size, train_cfg.batch,
@@ -212,7 +268,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       line["step"] = done;
       line["eval_length"] = ev.length;
       line["eval_accuracy"] = ev.accuracy;
-      line["eval_loss"] = ev.loss;
+      line["eval_loss"] = std::isfinite(ev.loss) ? nlohmann::json(ev.loss) : nlohmann::json("nan");
       res.eval_accuracy = ev.accuracy;
       res.eval_loss = ev.loss;
     }
@@ -220,20 +276,12 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       metrics << line.dump() << "\n";
       metrics.flush();
     }
-    const bool stop = done == stop_after;
-    if ((train_cfg.checkpoint_every > 0 && done % train_cfg.checkpoint_every == 0) ||
-        done == train_cfg.steps || stop)
-      save_checkpoint(out, *model, opt, done, sections);
+    if ((train_cfg.checkpoint_every > 0 && done % train_cfg.checkpoint_every == 0) || done == end)
+      save_checkpoint(out, *model, opt, done, loop, sections);
     bar.update(done, fmt::format("loss {:.4f}", res.last_loss));
-    if (stop) {
-      res.steps = done;
-      res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      return res;
-    }
   }
   bar.finish();
-  if (res.start_step == train_cfg.steps) save_model_dir(out, *model, sections);
-  res.steps = train_cfg.steps;
+  res.steps = std::max(end, res.start_step);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

@@ -22,6 +22,7 @@ struct TrainConfig {
   double lr = 0, weight_decay = 0, min_lr_ratio = 0, clip = 0;
   uint64_t seed = 0;
   int64_t eval_every = 0, eval_size = 0, log_every = 0, checkpoint_every = 0;
+  int64_t threads = 0;
 
   template <class V>
   void visit(V&& v) {
@@ -38,6 +39,9 @@ struct TrainConfig {
     v(log_every, "log-every", int64_t{10}, "write a metrics.jsonl line every N steps");
     v(checkpoint_every, "checkpoint-every", int64_t{0},
       "write a resumable checkpoint every N steps (0 = only at the end)");
+    v(threads, "threads", int64_t{0},
+      "intra-op threads (0 = all cores); recorded and reused on --resume, since the thread count "
+      "changes the floating-point sums");
   }
   TrainConfig() { visit(DefaultsVisitor{}); }
   void validate() const;
