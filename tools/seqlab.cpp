@@ -194,6 +194,9 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   suite->add_flag("--no-plots", no_plots, "skip gnuplot");
+  bool report_only = false;
+  suite->add_flag("--report-only", report_only,
+                  "rebuild report.md and plots from --out's results.jsonl; run nothing");
   suite->add_flag("-q,--quiet", common.quiet, "no progress or info lines on stderr");
 
   // suite-cell: one grid cell in a worker process (started by `seqlab suite`).
@@ -235,6 +238,10 @@ int run(int argc, char** argv) {
     auto spec = make_suite(suite_name, quick);
     sopt.plots = !no_plots;
     sopt.worker_exe = fs::read_symlink("/proc/self/exe").string();
+    if (report_only) {
+      fmt::print("report: {}\n", rewrite_report(spec, sopt));
+      return 0;
+    }
     auto r = run_suite(spec, sopt);
     fmt::print("suite {}: {} cells ({} ran, {} already done, {} failed) in {}\nreport: {}\n",
                spec.name, r.cells, r.ran, r.skipped, r.failed, format_duration(r.seconds),

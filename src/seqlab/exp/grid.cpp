@@ -44,6 +44,7 @@ nlohmann::json grid_train(int64_t steps, int64_t batch, double lr, uint64_t seed
   t.eval_every = steps;  // once, at the end
   t.eval_size = 64;
   t.log_every = 50;
+  t.threads = 1;  // suites parallelise over cells, one worker process per core
   t.validate();
   return t.to_json();
 }

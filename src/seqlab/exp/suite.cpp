@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 extern char** environ;
@@ -183,6 +184,22 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.report = write_report(spec, rows, opt.out, opt.plots, res.failed);
   return res;
+}
+
+std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt) {
+  const auto path = (fs::path(opt.out) / "results.jsonl").string();
+  SEQLAB_CHECK(fs::exists(path), "{}: missing (run the suite first)", path);
+  std::vector<nlohmann::json> rows;
+  std::stringstream ss(read_file(path));
+  std::string line;
+  for (int n = 1; std::getline(ss, line); ++n) {
+    try {
+      rows.push_back(nlohmann::json::parse(line));
+    } catch (const nlohmann::json::exception&) {
+      fail("{}:{}: not a JSON row", path, n);
+    }
+  }
+  return write_report(spec, rows, opt.out, opt.plots, 0);
 }
 
 }  // namespace seqlab

@@ -53,6 +53,9 @@ struct SuiteOutcome {
 // Runs every unfinished cell, then writes results.jsonl, report.md and the plots.
 SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt);
 
+// Rebuilds report.md and the plots from <out>/results.jsonl, running nothing.
+std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt);
+
 // Helpers for suite definitions: a cell with the given configs and a readable unique id.
 nlohmann::json make_cell(const std::string& id, const nlohmann::json& model,
                          const nlohmann::json& task, const nlohmann::json& train,
