@@ -127,8 +127,9 @@ std::vector<std::string> render(const fs::path& dir, const std::string& stem,
   for (auto [term, ext] :
        {std::pair{"svg size 720,480 dynamic", "svg"}, std::pair{"pngcairo size 900,600", "png"}}) {
     const auto gp = dir / (stem + "." + ext + ".gp");
-    write_file_atomic(gp.string(), fmt::format("set terminal {}\nset output '{}'\n{}", term,
-                                               (dir / (stem + "." + ext)).string(), body));
+    // noenhanced: task names contain '_', which enhanced text would turn into subscripts.
+    write_file_atomic(gp.string(), fmt::format("set terminal {} noenhanced\nset output '{}'\n{}",
+                                               term, (dir / (stem + "." + ext)).string(), body));
     if (std::system(("gnuplot '" + gp.string() + "' >/dev/null 2>&1").c_str()) == 0)
       made.push_back(stem + "." + ext);
     else
@@ -153,12 +154,13 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
     ++idx;
   }
   write_file_atomic((dir / (task + ".dat")).string(), data);
-  auto imgs = render(dir, task,
-                     fmt::format("set title '{}: accuracy vs test length (mean over seeds)'\n"
-                                 "set xlabel 'test length'\nset ylabel 'accuracy'\n"
-                                 "set yrange [0:1.05]\nset key outside right\nset grid\n"
-                                 "plot {}\n",
-                                 task, plot_cmds));
+  auto imgs =
+      render(dir, task,
+             fmt::format("set title '{}: accuracy vs test length (mean over seeds)'\n"
+                         "set xlabel 'test length'\nset ylabel 'accuracy'\n"
+                         "set yrange [0:1.05]\nset logscale x 2\nset key outside right\nset grid\n"
+                         "plot {}\n",
+                         task, plot_cmds));
   for (auto& i : imgs)
     if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
       md += fmt::format("![{}](plots/{})\n\n", task, i);
