@@ -175,12 +175,15 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
     const std::string stem = task + "_heatmap_" + arch;
     write_file_atomic((dir / (stem + ".dat")).string(), hd);
     auto hm = render(dir, stem,
-                     fmt::format("set title '{} {}: accuracy over width and length'\n"
+                     fmt::format("set title '{1} {2}: accuracy over width and length'\n"
                                  "set xlabel 'test length'\nset ylabel 'd_model'\n"
                                  "set cbrange [0:1]\nset palette defined (0 'white', 1 'navy')\n"
-                                 "set logscale y 2\nplot '{}' using 1:2:3 with points pt 5 ps 4 "
-                                 "palette notitle\n",
-                                 task, arch, (dir / (stem + ".dat")).string()));
+                                 "set logscale xy 2\nset offsets graph 0.12, graph 0.12, "
+                                 "graph 0.12, graph 0.12\n"
+                                 "plot '{0}' using 1:2:3 with points pt 5 ps 6 palette notitle, "
+                                 "'{0}' using 1:2:(sprintf('%.2f', $3)) with labels offset 0,2 "
+                                 "notitle\n",
+                                 (dir / (stem + ".dat")).string(), task, arch));
     for (auto& i : hm)
       if (i.substr(i.size() - 4) == ".svg")
         md += fmt::format("![{} {}](plots/{})\n\n", task, arch, i);
