@@ -24,6 +24,9 @@ SuiteSpec recall_suite(bool quick) {
   const std::vector<uint64_t> seeds =
       quick ? std::vector<uint64_t>{0} : std::vector<uint64_t>{0, 1};
   const int64_t steps = quick ? 1500 : 5000;
+  // Training lengths start at each task's minimum (0): at a fixed length 64, flip-flop's sparse
+  // reads gave every architecture a flat loss of ln 2 for 1500 steps, while the same LSTM trained
+  // on lengths 3-64 reached 100% (measured; see docs/RESULTS.md).
   const std::vector<std::string> archs =
       quick ? std::vector<std::string>{"softmax", "elu1", "lstm", "mamba"}
             : std::vector<std::string>{"softmax", "elu1", "t2r", "hedgehog",
@@ -35,11 +38,11 @@ SuiteSpec recall_suite(bool quick) {
       for (auto seed : seeds) {
         s.cells.push_back(make_cell(fmt::format("mqar_T64_{}_d{}_s{}", arch, w, seed),
                                     grid_model(arch, w, 2, 64),
-                                    grid_task("mqar", 64, 64, {{"vocab", 128}, {"n_pairs", 8}}),
+                                    grid_task("mqar", 0, 64, {{"vocab", 128}, {"n_pairs", 8}}),
                                     grid_train(steps, 32, 3e-3, seed), {64}, 256, {{"width", w}}));
         auto ff = make_cell(fmt::format("flip_flop_{}_d{}_s{}", arch, w, seed),
                             grid_model(arch, w, arch == "lstm" ? 1 : 2, 512),
-                            grid_task("flip_flop", 64, 64), grid_train(steps, 32, 3e-3, seed),
+                            grid_task("flip_flop", 0, 64), grid_train(steps, 32, 3e-3, seed),
                             {64, 256, 512}, 256, {{"width", w}});
         ff["test_tasks"] = {"flip_flop", "flip_flop_sparse", "flip_flop_dense"};
         s.cells.push_back(ff);
