@@ -21,7 +21,10 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 
 SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "error: setup needs root or sudo to install: ${missing[*]}" >&2; exit 2; }
+  SUDO="sudo"
+fi
 echo "setup: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
