@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The README's demo: sets itself up, then trains three small models on parity (lengths 1-40)
 # and evaluates them on longer strings, the classic contrast between recurrent models and
-# attention. A few minutes on 2 cores. Writes everything under ${OUT:-runs/demo}.
+# attention. About a minute on 2 cores once built. Writes everything under ${OUT:-runs/demo}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build.sh seqlab_cli
+bash scripts/setup.sh >&2
+bash scripts/build.sh seqlab_cli >&2
 OUT=${OUT:-runs/demo}
 SEQLAB=./build/seqlab
 rm -rf "$OUT"
