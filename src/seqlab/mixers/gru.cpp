@@ -22,16 +22,12 @@ torch::Tensor GRUImpl::recur(const torch::Tensor& xi_t, const torch::Tensor& h) 
 }
 
 torch::Tensor GRUImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1);
-  auto xi = w_ih(x);  // [B,T,3D]: the input side for every step at once
-  auto h = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
-  std::vector<torch::Tensor> hs;
-  hs.reserve(T);
-  for (int64_t t = 0; t < T; ++t) {
-    h = recur(xi.select(1, t), h);  // [B,D]
-    hs.push_back(h);
-  }
-  return o(torch::stack(hs, 1));  // [B,T,D]
+  // The input side for every step in one matmul ([B,T,3D]), then the recurrence.
+  auto hs =
+      scan_hidden(w_ih(x), cfg_.d_model, [this](const torch::Tensor& xi_t, const torch::Tensor& h) {
+        return recur(xi_t, h);
+      });        // [B,T,D]
+  return o(hs);  // [B,T,D]
 }
 
 std::unique_ptr<MixerState> GRUImpl::init_state(int64_t batch) const {

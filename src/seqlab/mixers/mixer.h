@@ -79,6 +79,20 @@ class MixerImpl : public torch::nn::Module {
 
 using Mixer = std::shared_ptr<MixerImpl>;
 
+// Runs a one-tensor recurrence h_t = recur(xi_t, h_{t-1}) from h_0 = 0 over the precomputed input
+// side xi [B,T,G] (Elman, GRU); returns every h_t stacked: [B,T,D].
+template <class Recur>
+torch::Tensor scan_hidden(const torch::Tensor& xi, int64_t D, Recur&& recur) {
+  auto h = torch::zeros({xi.size(0), D}, xi.options());  // [B,D]
+  std::vector<torch::Tensor> hs;
+  hs.reserve(xi.size(1));
+  for (int64_t t = 0; t < xi.size(1); ++t) {
+    h = recur(xi.select(1, t), h);  // [B,D]
+    hs.push_back(h);
+  }
+  return torch::stack(hs, 1);  // [B,T,D]
+}
+
 // Casts a MixerState to the concrete type a mixer expects, with a clear error on a mismatch.
 template <class S>
 S& state_as(MixerState& s, const char* mixer) {
