@@ -126,26 +126,34 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   sync_dir(dir, path);
 }
 
-std::string read_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+ReadableFile::ReadableFile(const std::string& path) {
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;
     fail("cannot read {}: {}", path, reason(err));
   }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;
+    ::close(fd);
     fail("cannot read {}: {}", path, reason(err));
   }
-  SEQLAB_CHECK(!S_ISDIR(st.st_mode), "cannot read {}: it is a directory", path);
+  size = static_cast<uint64_t>(st.st_size);
+  regular = S_ISREG(st.st_mode);
+  directory = S_ISDIR(st.st_mode);
+}
+
+ReadableFile::~ReadableFile() {
+  if (fd >= 0) ::close(fd);
+}
+
+std::string read_file(const std::string& path) {
+  ReadableFile file(path);
+  const int fd = file.fd;
+  SEQLAB_CHECK(!file.directory, "cannot read {}: it is a directory", path);
 
   std::string out;
-  if (S_ISREG(st.st_mode)) out.reserve(static_cast<size_t>(st.st_size));
+  if (file.regular) out.reserve(static_cast<size_t>(file.size));
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);

@@ -10,6 +10,7 @@
 // rename wins.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,6 +29,19 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // Returns the whole content of the file at `path`. Throws seqlab::Error naming the file when it is
 // missing, unreadable or not a regular file.
 std::string read_file(const std::string& path);
+
+// A file opened for reading (O_RDONLY | O_CLOEXEC) and fstat'ed; closed on destruction. Throws
+// seqlab::Error "cannot read <path>: <reason>" when it cannot be opened or stat'ed.
+struct ReadableFile {
+  explicit ReadableFile(const std::string& path);
+  ~ReadableFile();
+  ReadableFile(const ReadableFile&) = delete;
+  ReadableFile& operator=(const ReadableFile&) = delete;
+  int fd = -1;
+  uint64_t size = 0;     // bytes (meaningful for regular files)
+  bool regular = false;  // a regular file (not a directory, pipe, device)
+  bool directory = false;
+};
 
 // mkdir -p: creates `path` and any missing parents (mode 0777 minus the umask). Succeeds when the
 // directory already exists. Throws seqlab::Error naming the offending component when one exists

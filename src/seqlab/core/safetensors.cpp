@@ -351,23 +351,10 @@ SafetensorsFile load_safetensors_bytes(std::string_view bytes,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    fail("cannot read {}: {}", path, reason(err));
-  }
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    fail("cannot read {}: {}", path, reason(err));
-  }
-  SEQLAB_CHECK(S_ISREG(st.st_mode), "cannot read {}: not a regular file", path);
-
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  ReadableFile file(path);
+  const int fd = file.fd;
+  SEQLAB_CHECK(file.regular, "cannot read {}: not a regular file", path);
+  const uint64_t size = file.size;
   SEQLAB_CHECK(size >= 8, "{}: file is {} bytes, shorter than the 8-byte header length", path,
                size);
   unsigned char len[8];

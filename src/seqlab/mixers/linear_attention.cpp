@@ -204,12 +204,7 @@ std::unique_ptr<MixerState> LinearAttentionImpl::init_state(int64_t batch) const
 
 torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerState& st) {
   auto& s = state_as<LinearAttentionState>(st, "linear");
-  SEQLAB_CHECK(cfg_.causal,
-               "linear attention: step() needs a causal mixer; a bidirectional one has no "
-               "recurrent form");
-  SEQLAB_CHECK(x_t.dim() == 2 && x_t.size(1) == cfg_.d_model,
-               "linear attention: expected x_t [B,{}], got {}", cfg_.d_model,
-               fmt::join(x_t.sizes().vec(), ","));
+  check_step_input(x_t, "linear attention");
   SEQLAB_CHECK(s.S.size(0) == x_t.size(0), "linear attention: state batch {} != input batch {}",
                s.S.size(0), x_t.size(0));
   auto f = featurize(x_t.unsqueeze(1));                // features of [B,1,D]

@@ -20,6 +20,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/mixers/mixer_config.h"
 
+#include <fmt/ranges.h>
 #include <torch/torch.h>
 
 #include <functional>
@@ -67,6 +68,16 @@ class MixerImpl : public torch::nn::Module {
   const MixerConfig& config() const { return cfg_; }
 
  protected:
+  // The checks every step() of a mixer with an optional bidirectional mode starts with: the mixer
+  // is causal (a bidirectional one has no recurrent form) and x_t is [B,D].
+  void check_step_input(const torch::Tensor& x_t, const char* mixer) const {
+    SEQLAB_CHECK(cfg_.causal,
+                 "{}: step() needs a causal mixer; a bidirectional one has no recurrent form",
+                 mixer);
+    SEQLAB_CHECK(x_t.dim() == 2 && x_t.size(1) == cfg_.d_model, "{}: expected x_t [B,{}], got [{}]",
+                 mixer, cfg_.d_model, fmt::join(x_t.sizes().vec(), ","));
+  }
+
   // Options (device, fp32) for state tensors: the device of the parameters.
   torch::TensorOptions state_options() const {
     auto ps = parameters();

@@ -47,12 +47,7 @@ std::unique_ptr<MixerState> SoftmaxAttentionImpl::init_state(int64_t batch) cons
 
 torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& st) {
   auto& s = state_as<SoftmaxAttentionState>(st, "softmax");
-  SEQLAB_CHECK(cfg_.causal,
-               "softmax attention: step() needs a causal mixer; a bidirectional one has no "
-               "recurrent form");
-  SEQLAB_CHECK(x_t.dim() == 2 && x_t.size(1) == cfg_.d_model,
-               "softmax attention: expected x_t [B,{}], got {}", cfg_.d_model,
-               fmt::join(x_t.sizes().vec(), ","));
+  check_step_input(x_t, "softmax attention");
   const int64_t B = x_t.size(0), H = cfg_.n_head, Dh = cfg_.d_head();
   const int64_t t = s.len.item<int64_t>();
   SEQLAB_CHECK(t < cfg_.max_len,
