@@ -1,4 +1,5 @@
 // End-to-end tests of the seqlab binary: what a user types, the exit codes and messages they get.
+#include "cli_testing.h"
 #include <gtest/gtest.h>
 
 #include "seqlab/core/safetensors.h"
@@ -22,58 +23,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out, err;
-};
+using Run = seqlab::testing::CliRun;
+using seqlab::testing::seqlab_bin;
+using seqlab::testing::slurp_file;
 
-std::string bin() {
-  const char* b = std::getenv("SEQLAB_BIN");
-  return b ? b : "./seqlab";
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// Runs `seqlab <args>` through the shell, capturing stdout, stderr and the exit code.
-// A directory of this test process's own, so concurrent ctest runs do not collide.
-fs::path scratch() {
-  static const fs::path d = [] {
-    auto p = fs::temp_directory_path() / ("seqlab_test_cli." + std::to_string(getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
-  return d;
-}
-
-Run run_cli(const std::string& args) {
-  const auto o = (scratch() / "stdout").string(), e = (scratch() / "stderr").string();
-  const int status = std::system((bin() + " " + args + " >" + o + " 2>" + e).c_str());
-  Run r;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(o);
-  r.err = slurp(e);
-  return r;
-}
-
-std::string tmp_dir(const std::string& name) {
-  auto d = scratch() / name;
-  fs::remove_all(d);
-  return d.string();
-}
-
-// A bad-input case: exit code 2, one "error: ..." line containing `needle`, nothing on stdout,
-// no LibTorch backtrace.
+Run run_cli(const std::string& args) { return seqlab::testing::run_seqlab(args); }
+fs::path scratch() { return seqlab::testing::cli_scratch(); }
+std::string tmp_dir(const std::string& name) { return seqlab::testing::cli_tmp(name); }
 void expect_error(const std::string& args, const std::string& needle) {
-  auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\nstderr: " << r.err;
-  EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << args << "\nstderr: " << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\nstderr: " << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\nstderr: " << r.err;
-  EXPECT_EQ(r.out, "") << args;
+  seqlab::testing::expect_cli_error(args, needle);
 }
 
 const std::string kTiny = " --d-model 16 --n-head 2 --n-layer 1 --batch 8 --threads 1 -q ";
@@ -153,7 +111,7 @@ pid_t start_cli(const std::vector<std::string>& args) {
   if (pid == 0) {
     freopen("/dev/null", "w", stderr);
     std::vector<char*> argv;
-    std::string b = bin();
+    std::string b = seqlab_bin();
     argv.push_back(b.data());
     std::vector<std::string> copy = args;
     for (auto& a : copy) argv.push_back(a.data());
@@ -197,8 +155,8 @@ TEST(Cli, KilledRunResumesBitwiseExactly) {
   auto b = seqlab::load_safetensors((fs::path(part) / "model.safetensors").string()).tensors;
   ASSERT_EQ(a.size(), b.size());
   for (auto& [k, v] : a) EXPECT_TRUE(v.equal(b.at(k))) << k << " (killed at step " << at << ")";
-  EXPECT_EQ(slurp((fs::path(full) / "metrics.jsonl").string()),
-            slurp((fs::path(part) / "metrics.jsonl").string()));
+  EXPECT_EQ(slurp_file((fs::path(full) / "metrics.jsonl").string()),
+            slurp_file((fs::path(part) / "metrics.jsonl").string()));
 }
 
 // Killed before its first checkpoint: the directory already loads (initial weights and configs),

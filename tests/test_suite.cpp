@@ -1,7 +1,10 @@
 #include "seqlab/exp/suite.h"
 
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/convert/convert.h"
 #include "seqlab/exp/grid.h"
+#include "seqlab/model/adapters.h"
+#include "seqlab/train/trainer.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/registry.h"
 
@@ -15,6 +18,42 @@
 using namespace seqlab;
 namespace fs = std::filesystem;
 
+// An LM cell (exp/lm_cell.h): its configs load, and the model it starts from belongs to a cell it
+// waits for.
+void expect_valid_lm_cell(const nlohmann::json& c) {
+  const auto id = c.at("id").get<std::string>();
+  const auto kind = c.at("kind").get<std::string>();
+  const auto after = c.value("after", std::vector<std::string>{});
+  auto waits_for = [&](const std::string& from) {
+    const auto cell = from.substr(0, from.find('/'));
+    EXPECT_NE(std::find(after.begin(), after.end(), cell), after.end())
+        << id << " reads " << from << " without waiting for " << cell;
+  };
+  if (kind == "lm_train") {
+    auto mc = ModelConfig::from_json(c.at("model"), id);
+    auto tc = TaskConfig::from_json(c.at("task"), id);
+    EXPECT_EQ(tc.task, "lm") << id;
+    EXPECT_LE(tc.max_len, mc.mixer.max_len) << id;
+    EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
+  } else if (kind == "lm_finetune") {
+    waits_for(c.at("from").get<std::string>());
+    EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
+    if (c.contains("adapter")) EXPECT_NO_THROW(AdapterConfig::from_json(c["adapter"], id)) << id;
+    if (c.contains("convert")) {
+      ConvertConfig cc;
+      FromJsonVisitor v{c["convert"], id, {}};
+      cc.visit(v);
+      EXPECT_EQ(v.known.size(), c["convert"].size()) << id << ": unknown convert keys";
+      EXPECT_NO_THROW(cc.validate()) << id;
+    }
+  } else if (kind == "lm_bench") {
+    for (const auto& m : c.at("models")) waits_for(m.at("from").get<std::string>());
+    EXPECT_FALSE(c.at("contexts").empty()) << id;
+  } else {
+    ADD_FAILURE() << id << ": unknown cell kind " << kind;
+  }
+}
+
 // Every suite, quick and full, builds cells whose configs load and whose tasks accept every
 // training and test length: a typo in a grid fails here, not an hour into a run.
 TEST(Suite, EveryGridIsValid) {
@@ -22,8 +61,17 @@ TEST(Suite, EveryGridIsValid) {
     for (bool quick : {true, false}) {
       auto spec = make_suite(e.name, quick);
       EXPECT_FALSE(spec.cells.empty()) << e.name;
+      std::set<std::string> earlier;
       for (const auto& c : spec.cells) {
         const auto id = c.at("id").get<std::string>();
+        // Dependencies name cells that come earlier in the same suite.
+        for (const auto& dep : c.value("after", std::vector<std::string>{}))
+          EXPECT_TRUE(earlier.count(dep)) << id << " waits on " << dep;
+        earlier.insert(id);
+        if (c.contains("kind")) {
+          expect_valid_lm_cell(c);
+          continue;
+        }
         auto mc = ModelConfig::from_json(c.at("model"), id);
         auto tc = TaskConfig::from_json(c.at("task"), id);
         auto task = make_task(tc);

@@ -4,6 +4,7 @@
 // Errors: any bad flag, unknown name, impossible config or malformed file prints one line
 // "error: ..." on stderr and exits with code 2, without a backtrace and without partial output.
 #include "cli_fields.h"
+#include "commands.h"
 
 #include "seqlab/core/blas_check.h"
 #include "seqlab/core/error.h"
@@ -17,6 +18,7 @@
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
+#include "seqlab/train/evaluate_lm.h"
 #include "seqlab/train/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -31,28 +33,10 @@
 #include <thread>
 
 using namespace seqlab;
+using seqlab::cli::Common;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Common {
-  int64_t threads = 0;
-  bool quiet = false;
-  void add(CLI::App* app, bool with_threads = true) {
-    if (with_threads)
-      app->add_option("--threads", threads, "intra-op threads (0 = all cores)")
-          ->capture_default_str()
-          ->check(CLI::NonNegativeNumber);
-    app->add_flag("-q,--quiet", quiet, "no progress or info lines on stderr");
-  }
-  void apply() const {
-    const int n = threads > 0 ? static_cast<int>(threads)
-                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    torch::set_num_threads(n);
-    if (quiet) log_level() = 0;
-    warn_if_reference_blas();
-  }
-};
 
 std::vector<int64_t> parse_lengths(const std::string& s) {
   std::vector<int64_t> out;
@@ -90,6 +74,8 @@ struct EvalArgs {
   int64_t n = 256, batch = 32;
   int64_t seed = -1;
   bool json = false;
+  std::string split = "valid";  // lm models: the corpus split to measure
+  int64_t max_tokens = 0;       // lm models: score only the split's first N tokens (0 = all)
 };
 
 void cmd_eval(const EvalArgs& a) {
@@ -109,6 +95,26 @@ void cmd_eval(const EvalArgs& a) {
                "head {})",
                a.model, mc.vocab_size, mc.head, tc.task, task->vocab_size(), task->head());
   SEQLAB_CHECK(a.n > 0 && a.batch > 0, "--n and --batch must be positive");
+  if (const auto* lmt = dynamic_cast<const LmTask*>(task.get())) {
+    // A language model is measured by perplexity on held-out text, in windows of its training
+    // length, rather than on synthetic lengths.
+    const Split split = parse_split(a.split);
+    SEQLAB_CHECK(a.max_tokens >= 0, "--max-tokens must be >= 0, got {}", a.max_tokens);
+    auto r = evaluate_lm(*lm.model, *lmt, split, tc.max_len, a.batch, a.max_tokens);
+    if (a.json) {
+      std::cout << nlohmann::json{{"task", tc.task}, {"arch", mc.mixer.arch}, {"split", a.split},
+                                  {"ppl", r.ppl},    {"nll", r.nll},          {"tokens", r.tokens}}
+                       .dump()
+                << "\n";
+    } else {
+      fmt::print(
+          "{} on {} ({}, {}): {} perplexity {:.4f} (nll {:.4f} nats over {} tokens, "
+          "context {})\n",
+          mc.mixer.arch, tc.task, tc.corpus, tc.tokenizer, a.split, r.ppl, r.nll, r.tokens,
+          tc.max_len);
+    }
+    return;
+  }
   const auto lengths =
       a.lengths.empty() ? std::vector<int64_t>{tc.max_len} : parse_lengths(a.lengths);
   for (auto L : lengths)
@@ -177,6 +183,11 @@ int run(int argc, char** argv) {
   eval->add_option("--batch", ea.batch, "sequences per batch")->capture_default_str();
   eval->add_option("--seed", ea.seed, "evaluation seed (default: the training seed)");
   eval->add_flag("--json", ea.json, "print one JSON document on stdout");
+  eval->add_option("--split", ea.split, "lm models: corpus split to measure (valid, test, train)")
+      ->capture_default_str();
+  eval->add_option("--max-tokens", ea.max_tokens,
+                   "lm models: score the split's first N tokens only (0 = all)")
+      ->capture_default_str();
   common.add(eval);
 
   // suite
@@ -205,6 +216,11 @@ int run(int argc, char** argv) {
   cell->add_option("--cell", cell_file, "cell spec (JSON)")->required();
   cell->add_option("--out", cell_out, "run directory")->required();
   common.add(cell);
+
+  cli::Actions actions;
+  cli::add_tokenizer_commands(app, actions);
+  cli::add_hf_commands(app, actions);
+  cli::add_convert_commands(app, actions);
 
   auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
   auto* tasks = app.add_subcommand("tasks", "list tasks");
@@ -264,6 +280,8 @@ int run(int argc, char** argv) {
     write_file_atomic(cell_file.substr(0, cell_file.size() - 5) + ".result.json",
                       result.dump(1) + "\n");
   }
+  for (auto& a : actions)
+    if (*a.sub) return a.run();
   if (*archs) cmd_archs();
   if (*tasks) cmd_tasks();
   if (*eval) {
@@ -282,6 +300,7 @@ int run(int argc, char** argv) {
                                   {"last_loss", r.last_loss},
                                   {"eval_accuracy", r.eval_accuracy},
                                   {"eval_loss", r.eval_loss},
+                                  {"eval_ppl", r.eval_ppl},
                                   {"seconds", r.seconds}}
                        .dump()
                 << "\n";

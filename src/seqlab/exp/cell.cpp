@@ -1,6 +1,7 @@
 #include "seqlab/exp/cell.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/exp/lm_cell.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
@@ -30,6 +31,7 @@ void scale_recurrence(SeqModelImpl& m, double scale) {
 }  // namespace
 
 nlohmann::json run_cell(const nlohmann::json& cell, const std::string& run_dir) {
+  if (cell.contains("kind")) return run_lm_cell(cell, run_dir);
   const std::string id = cell.at("id").get<std::string>();
   auto model_cfg = ModelConfig::from_json(cell.at("model"), id);
   auto task_cfg = TaskConfig::from_json(cell.at("task"), id);

@@ -116,13 +116,15 @@ std::string table_for(const std::vector<const Group*>& gs, bool saturation) {
   return s;
 }
 
+}  // namespace
+
 bool have_gnuplot() {
   return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
 }
 
-// Runs a gnuplot script once per terminal; returns the image names (without directory).
-std::vector<std::string> render(const fs::path& dir, const std::string& stem,
-                                const std::string& body) {
+std::vector<std::string> render_plot(const std::string& dir_s, const std::string& stem,
+                                     const std::string& body) {
+  const fs::path dir(dir_s);
   std::vector<std::string> made;
   for (auto [term, ext] :
        {std::pair{"svg size 720,480 dynamic", "svg"}, std::pair{"pngcairo size 900,600", "png"}}) {
@@ -136,6 +138,13 @@ std::vector<std::string> render(const fs::path& dir, const std::string& stem,
       log_warn("gnuplot failed on {}", gp.string());
   }
   return made;
+}
+
+namespace {
+
+std::vector<std::string> render(const fs::path& dir, const std::string& stem,
+                                const std::string& body) {
+  return render_plot(dir.string(), stem, body);
 }
 
 std::string plots_for_task(const fs::path& dir, const std::string& task,
@@ -239,8 +248,21 @@ std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json
       "{} cells failed).\n\n",
       spec.name, spec.description, date, rows.size(), failed_cells);
   if (!spec.claims.empty()) md += "## What the papers claim\n\n" + spec.claims + "\n\n";
-  md += "## Results\n\n" + report_tables(rows);
-  if (plots && !rows.empty()) {
+  if (spec.custom_report) {
+    std::string plot_dir;
+    if (plots && !rows.empty()) {
+      if (have_gnuplot()) {
+        plot_dir = (fs::path(out) / "plots").string();
+        ensure_dir(plot_dir);
+      } else {
+        log_warn("gnuplot not found: no plots (install gnuplot-nox)");
+      }
+    }
+    md += spec.custom_report(rows, plot_dir);
+  } else {
+    md += "## Results\n\n" + report_tables(rows);
+  }
+  if (!spec.custom_report && plots && !rows.empty()) {
     if (!have_gnuplot()) {
       log_warn("gnuplot not found: no plots (install gnuplot-nox)");
     } else {

@@ -23,6 +23,14 @@ constexpr double kSuccessAccuracy = 0.90;
 std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json>& rows,
                          const std::string& out, bool plots, int64_t failed_cells);
 
+// Whether gnuplot is on the PATH.
+bool have_gnuplot();
+
+// Runs a gnuplot script body once per terminal (SVG 720x480, PNG 900x600), writing
+// <dir>/<stem>.svg and .png; returns the names of the images made (a failure is logged).
+std::vector<std::string> render_plot(const std::string& dir, const std::string& stem,
+                                     const std::string& body);
+
 // The markdown tables alone (testable without files).
 std::string report_tables(const std::vector<nlohmann::json>& rows);
 

@@ -133,15 +133,47 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
 
   Progress bar("suite " + spec.name, res.cells, res.skipped);
   std::vector<Worker> running;
-  size_t next = 0;
   int64_t done = res.skipped;
-  while (next < pending.size() || !running.empty()) {
-    while (next < pending.size() && static_cast<int64_t>(running.size()) < jobs) {
-      const auto id = pending[next]->at("id").get<std::string>();
+  // A cell may name cells it needs finished first ("after": [ids], e.g. a conversion needs its
+  // teacher); it starts once they have results, and fails without running if one failed.
+  auto finished = [&](const std::string& id) {
+    return fs::exists(cells_dir / (id + ".result.json"));
+  };
+  std::set<std::string> failed_ids;
+  auto state_of = [&](const nlohmann::json& c) {  // 0 wait, 1 ready, 2 blocked by a failure
+    for (const auto& dep : c.value("after", std::vector<std::string>{})) {
+      if (failed_ids.count(dep)) return 2;
+      if (!finished(dep)) return 0;
+    }
+    return 1;
+  };
+  while (!pending.empty() || !running.empty()) {
+    for (size_t i = 0; i < pending.size() && static_cast<int64_t>(running.size()) < jobs;) {
+      const auto id = pending[i]->at("id").get<std::string>();
+      const int st = state_of(*pending[i]);
+      if (st == 0) {
+        ++i;
+        continue;
+      }
+      pending.erase(pending.begin() + static_cast<long>(i));
+      if (st == 2) {
+        res.failed += 1;
+        failed_ids.insert(id);
+        log_warn("cell {} not run: a cell it needs failed", id);
+        bar.update(++done, fmt::format("{} failed", res.failed));
+        continue;
+      }
       running.push_back({spawn_cell(opt.worker_exe, (cells_dir / (id + ".json")).string(),
                                     (runs_dir / id).string(), (cells_dir / (id + ".log")).string()),
                          id});
-      ++next;
+    }
+    if (running.empty()) {
+      // Whatever is left waits on cells that are neither running nor finished: a dependency
+      // outside the suite, or a cycle.
+      for (auto* c : pending)
+        log_warn("cell {} not run: it waits on cells that never finish", c->at("id").dump());
+      res.failed += static_cast<int64_t>(pending.size());
+      break;
     }
     int status = 0;
     pid_t pid = -1;
@@ -157,6 +189,7 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
         res.ran += 1;
       } else {
         res.failed += 1;
+        failed_ids.insert(running[i].id);
         log_warn("cell {} failed: {} (log: {})", running[i].id,
                  last_line_of((cells_dir / (running[i].id + ".log")).string()),
                  (cells_dir / (running[i].id + ".log")).string());

@@ -2,7 +2,8 @@
 // resumable, ending in results.jsonl, report.md and plots.
 //
 // Layout of a suite's output directory:
-//   cells/<id>.json        the cell's spec (written before it runs)
+//   cells/<id>.json        the cell's spec (written before it runs); "after": [ids] makes it wait
+//                          for those cells and fail without running if one of them failed
 //   cells/<id>.result.json its rows, written atomically when it finishes: a finished cell is
 //                          skipped on rerun, and a killed one resumes from its checkpoint
 //   cells/<id>.log         the worker's stderr
@@ -26,6 +27,10 @@ struct SuiteSpec {
   std::vector<nlohmann::json> cells;
   // Tasks whose report gets a width x length accuracy heatmap per architecture.
   std::vector<std::string> heatmap_tasks;
+  // A suite whose rows are not accuracy-per-length (e.g. conversion) writes its own results
+  // section: rows -> markdown, with plots rendered into plot_dir (empty: no plots).
+  std::function<std::string(const std::vector<nlohmann::json>& rows, const std::string& plot_dir)>
+      custom_report;
 };
 
 struct SuiteEntry {

@@ -61,6 +61,19 @@ LinearAttentionImpl::Features LinearAttentionImpl::featurize(const torch::Tensor
 }
 
 torch::Tensor LinearAttentionImpl::quadratic(const Features& f) {
+  auto [a, z] = scores(f);
+  auto num = torch::matmul(a, f.v);                       // [B,H,T,Dh]
+  return normalize(num, a.sum(-1), f.q, z, z.defined());  // [B,H,T,Dh]
+}
+
+torch::Tensor LinearAttentionImpl::attention_weights(const torch::Tensor& x) {
+  auto f = featurize(x);
+  auto [a, z] = scores(f);                                                  // [B,H,T,T]
+  // Row t of A V / normalizer with V = the identity: the weight query t gives each key.
+  return normalize(a, a.sum(-1), f.q, z, z.defined());  // [B,H,T,T]
+}
+
+std::pair<torch::Tensor, torch::Tensor> LinearAttentionImpl::scores(const Features& f) {
   const int64_t T = f.q.size(2);
   auto a = torch::matmul(f.q, f.k.transpose(-1, -2));  // [B,H,T,T]: a[t,j] = phi(q_t).phi(k_j)
   auto future = future_mask(T, a.device());            // [T,T]
@@ -77,8 +90,7 @@ torch::Tensor LinearAttentionImpl::quadratic(const Features& f) {
   } else if (cfg_.causal) {
     a = a.masked_fill(future, 0.0);  // [B,H,T,T]
   }
-  auto num = torch::matmul(a, f.v);                       // [B,H,T,Dh]
-  return normalize(num, a.sum(-1), f.q, z, z.defined());  // [B,H,T,Dh]
+  return {a, z};
 }
 
 torch::Tensor LinearAttentionImpl::chunked(const Features& f) {

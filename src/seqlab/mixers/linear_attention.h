@@ -70,6 +70,10 @@ class LinearAttentionImpl : public MixerImpl {
   torch::Tensor forward(const torch::Tensor& x) override;
   // x [B,T,D] -> [B,T,D] through the chosen form; all forms agree within fp32 rounding.
   torch::Tensor forward_form(const torch::Tensor& x, Form form);
+  // The attention weights the quadratic form applies: x [B,T,D] -> [B,H,T,T], row t holding
+  // phi(q_t).phi(k_j) / normalizer for j <= t (0 above the diagonal when causal). Hedgehog's
+  // attention transfer matches these to softmax attention's weights.
+  torch::Tensor attention_weights(const torch::Tensor& x);
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
   bool needs_positions() const override { return true; }
@@ -89,6 +93,9 @@ class LinearAttentionImpl : public MixerImpl {
     torch::Tensor key_max;  // [B,H,T] M_j for exponential maps; undefined for the others
   };
   Features featurize(const torch::Tensor& x);
+  // Unnormalized weights a [B,H,T,T] (masked; offset-weighted for exponential maps) and, for
+  // exponential maps, the key sums z [B,H,T,F] each query sees (undefined otherwise).
+  std::pair<torch::Tensor, torch::Tensor> scores(const Features& f);
   torch::Tensor quadratic(const Features& f);  // -> [B,H,T,Dh]
   torch::Tensor chunked(const Features& f);    // -> [B,H,T,Dh]
   // One recurrence step on token t of f: advances s, returns y_t [B,H,Dh].

@@ -19,21 +19,26 @@ torch::Tensor SoftmaxAttentionImpl::split_heads(const torch::Tensor& x) const {
 }
 
 torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
+  auto w = attention_weights(x);  // [B,H,T,T] (checks x)
+  const int64_t B = x.size(0), T = x.size(1);
+  auto y = torch::matmul(w, split_heads(v(x)));  // [B,H,T,Dh]
+  return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));        // [B,T,D]
+}
+
+torch::Tensor SoftmaxAttentionImpl::attention_weights(const torch::Tensor& x) {
   SEQLAB_CHECK(x.dim() == 3 && x.size(2) == cfg_.d_model,
                "softmax attention: expected x [B,T,{}], got {}", cfg_.d_model,
                fmt::join(x.sizes().vec(), ","));
-  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t T = x.size(1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_head()));
   auto qh = split_heads(q(x));                                    // [B,H,T,Dh]
   auto kh = split_heads(k(x));                                    // [B,H,T,Dh]
-  auto vh = split_heads(v(x));                                    // [B,H,T,Dh]
   auto scores = torch::matmul(qh, kh.transpose(-1, -2)) * scale;  // [B,H,T,T]
   if (cfg_.causal) {
     auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);     // [T,T]
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());  // [B,H,T,T]
   }
-  auto y = torch::matmul(torch::softmax(scores, -1), vh);     // [B,H,T,Dh]
-  return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));  // [B,T,D]
+  return torch::softmax(scores, -1);  // [B,H,T,T]
 }
 
 std::unique_ptr<MixerState> SoftmaxAttentionImpl::init_state(int64_t batch) const {

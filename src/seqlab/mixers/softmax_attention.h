@@ -28,6 +28,8 @@ class SoftmaxAttentionImpl : public MixerImpl {
  public:
   explicit SoftmaxAttentionImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
+  // softmax(Q K^T / sqrt(Dh) + mask) per head: x [B,T,D] -> [B,H,T,T], rows summing to one.
+  torch::Tensor attention_weights(const torch::Tensor& x);
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
   bool needs_positions() const override { return true; }

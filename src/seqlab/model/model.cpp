@@ -7,13 +7,16 @@
 
 namespace seqlab {
 
-MlpImpl::MlpImpl(int64_t d_model, int64_t d_hidden) {
+MlpImpl::MlpImpl(int64_t d_model, int64_t d_hidden, std::string activation)
+    : activation_(std::move(activation)) {
   fc1 = register_module("fc1", torch::nn::Linear(d_model, d_hidden));
   fc2 = register_module("fc2", torch::nn::Linear(d_hidden, d_model));
 }
 
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
-  return fc2(torch::gelu(fc1(x)));  // [...,D] -> [...,R*D] -> [...,D]
+  // LibTorch's gelu takes the approximation by name: "none" (erf) or "tanh".
+  auto h = torch::gelu(fc1(x), activation_ == "gelu_tanh" ? "tanh" : "none");  // [...,R*D]
+  return fc2(h);                                                               // [...,D]
 }
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t index) {
@@ -23,7 +26,7 @@ BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t index) {
   mc.init_seed = cfg.mixer.init_seed + 1000003ULL * static_cast<uint64_t>(index);
   mixer = register_module("mixer", make_mixer(mc));
   ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
-  if (cfg.mlp_ratio > 0) mlp = register_module("mlp", Mlp(D, cfg.mlp_ratio * D));
+  if (cfg.mlp_ratio > 0) mlp = register_module("mlp", Mlp(D, cfg.mlp_ratio * D, cfg.activation));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
@@ -100,9 +103,22 @@ torch::Tensor SeqModelImpl::project(const torch::Tensor& h) {
 
 torch::Tensor SeqModelImpl::hidden(const torch::Tensor& tokens) {
   SEQLAB_CHECK(tokens.dim() == 2, "tokens must be [B,T], got {} dims", tokens.dim());
+  if (adapters) adapters->apply();
   auto x = embed(tokens, 0);  // [B,T,D]
   for (auto& b : block_list_) x = b->forward(x);
   return ln_f(x);  // [B,T,D]
+}
+
+std::vector<torch::Tensor> SeqModelImpl::mixer_inputs(const torch::Tensor& tokens) {
+  SEQLAB_CHECK(tokens.dim() == 2, "tokens must be [B,T], got {} dims", tokens.dim());
+  if (adapters) adapters->apply();
+  auto x = embed(tokens, 0);  // [B,T,D]
+  std::vector<torch::Tensor> out;
+  for (auto& b : block_list_) {
+    out.push_back(b->ln1(x));  // [B,T,D]
+    x = b->forward(x);
+  }
+  return out;
 }
 
 torch::Tensor SeqModelImpl::forward(const torch::Tensor& tokens) {
@@ -122,10 +138,23 @@ torch::Tensor SeqModelImpl::step(const torch::Tensor& token, ModelState& s) {
   SEQLAB_CHECK(cfg_.head != "classify", "step() is not defined for a classify head");
   SEQLAB_CHECK(token.dim() == 1, "step() takes one token per sequence: [B], got {} dims",
                token.dim());
+  if (adapters) adapters->apply();
   auto x = embed(token.unsqueeze(1), s.pos).squeeze(1);  // [B,D]
   for (size_t i = 0; i < block_list_.size(); ++i) x = block_list_[i]->step(x, *s.layers[i]);
   s.pos += 1;
   return project(ln_f(x));  // [B,V or C]
+}
+
+void SeqModelImpl::attach_adapters(const AdapterConfig& cfg) {
+  SEQLAB_CHECK(!adapters, "this model already has adapters attached");
+  adapters = register_module("adapters", Adapters(cfg, blocks));
+}
+
+void SeqModelImpl::merge_adapters() {
+  SEQLAB_CHECK(adapters, "no adapters to merge");
+  adapters->merge();
+  unregister_module("adapters");
+  adapters = nullptr;
 }
 
 int64_t count_parameters(const torch::nn::Module& m, bool trainable_only) {

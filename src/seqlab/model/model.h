@@ -17,6 +17,7 @@
 #pragma once
 
 #include "seqlab/mixers/mixer.h"
+#include "seqlab/model/adapters.h"
 #include "seqlab/model/model_config.h"
 
 #include <torch/torch.h>
@@ -27,9 +28,11 @@
 namespace seqlab {
 
 struct MlpImpl : torch::nn::Module {
-  MlpImpl(int64_t d_model, int64_t d_hidden);
+  // activation: "gelu" (exact, erf) or "gelu_tanh" (the tanh approximation GPT-2 calls gelu_new).
+  MlpImpl(int64_t d_model, int64_t d_hidden, std::string activation = "gelu");
   torch::Tensor forward(const torch::Tensor& x);  // [...,D] -> [...,D]
   torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  std::string activation_;
 };
 TORCH_MODULE(Mlp);
 
@@ -62,6 +65,10 @@ class SeqModelImpl : public torch::nn::Module {
   // The final-norm hidden states: tokens [B,T] -> [B,T,D].
   torch::Tensor hidden(const torch::Tensor& tokens);
 
+  // What each block's mixer sees on the parallel forward: ln1 of block l's input, for every l.
+  // tokens [B,T] -> n_layer tensors [B,T,D]. (Attention transfer reads the teacher's.)
+  std::vector<torch::Tensor> mixer_inputs(const torch::Tensor& tokens);
+
   ModelState init_state(int64_t batch) const;
   // One token per sequence: token [B] int64 -> lm: [B,V]; tag: [B,C]. Not for classify heads.
   torch::Tensor step(const torch::Tensor& token, ModelState& s);
@@ -75,6 +82,13 @@ class SeqModelImpl : public torch::nn::Module {
   torch::nn::ModuleList blocks{nullptr};
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear head{nullptr};  // null for a tied lm head
+  Adapters adapters{nullptr};       // LoRA / Tied-LoRA, when attached (model/adapters.h)
+
+  // Attaches adapters (registered as "adapters"): forward and step then use the adapted weights.
+  void attach_adapters(const AdapterConfig& cfg);
+  // Folds the attached adapters into the base weights and removes them; the function computed
+  // is unchanged (within rounding).
+  void merge_adapters();
 
  private:
   // Token + position embeddings: tokens [B,T], first position p0 -> [B,T,D].

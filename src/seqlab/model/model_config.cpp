@@ -7,6 +7,8 @@ void ModelConfig::validate() {
   SEQLAB_CHECK(vocab_size > 0, "vocab_size must be positive, got {}", vocab_size);
   SEQLAB_CHECK(n_layer > 0, "n_layer must be positive, got {}", n_layer);
   SEQLAB_CHECK(mlp_ratio >= 0, "mlp_ratio must be >= 0, got {}", mlp_ratio);
+  SEQLAB_CHECK(activation == "gelu" || activation == "gelu_tanh",
+               "activation must be gelu or gelu_tanh, got '{}'", activation);
   SEQLAB_CHECK(pos == "auto" || pos == "learned" || pos == "sinusoidal" || pos == "none",
                "pos must be auto, learned, sinusoidal or none, got '{}'", pos);
   SEQLAB_CHECK(head == "lm" || head == "tag" || head == "classify",

@@ -14,6 +14,7 @@ struct ModelConfig {
   int64_t vocab_size = 0;   // V: input tokens
   int64_t n_layer = 0;      // blocks
   int64_t mlp_ratio = 0;    // MLP width = mlp_ratio * D; 0 = no MLP (mixer-only blocks)
+  std::string activation;   // MLP nonlinearity: gelu (exact, erf) | gelu_tanh (GPT-2's gelu_new)
   std::string pos;          // auto | learned | sinusoidal | none
   bool tie_embeddings = 0;  // lm head shares the token embedding
   std::string head;         // lm (next token over V) | tag (a class per token) | classify (pooled)
@@ -25,6 +26,8 @@ struct ModelConfig {
     mixer.visit(v);
     v(n_layer, "n-layer", int64_t{2}, "number of blocks");
     v(mlp_ratio, "mlp-ratio", int64_t{4}, "MLP width as a multiple of d_model (0 = no MLP)");
+    v(activation, "activation", std::string("gelu"),
+      "MLP activation: gelu (exact) | gelu_tanh (tanh approximation, GPT-2's gelu_new)");
     v(pos, "pos", std::string("auto"),
       "positions: auto (learned for attention, none for recurrent mixers)|learned|sinusoidal|none");
     v(tie_embeddings, "tie-embeddings", true, "lm head shares the token embedding matrix");

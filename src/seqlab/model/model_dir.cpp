@@ -41,6 +41,9 @@ void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann:
   j["seqlab_version"] = SEQLAB_VERSION;
   j["model"] = model.config().to_json();
   for (auto it = sections.begin(); it != sections.end(); ++it) j[it.key()] = it.value();
+  // The "adapters" section always describes the model as it is saved.
+  j.erase("adapters");
+  if (model.adapters) j["adapters"] = model.adapters->config().to_json();
   // Weights first, config last: a directory whose config.json exists has its weights too.
   save_safetensors((fs::path(dir) / kWeightsFile).string(), model_tensors(model),
                    {{"format", "pt"}, {"seqlab_version", SEQLAB_VERSION}});
@@ -68,8 +71,10 @@ nlohmann::json read_config_json(const std::string& dir) {
                kFormatVersion);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& k = it.key();
+    bool section = false;
+    for (const char* name : kSections) section = section || k == name;
     SEQLAB_CHECK(k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" ||
-                     k == "task" || k == "train",
+                     section,
                  "{}: unknown field '{}'", path, k);
   }
   SEQLAB_CHECK(j.contains("model"), "{}: missing \"model\" section", path);
@@ -82,9 +87,12 @@ LoadedModel load_model_dir(const std::string& dir) {
   LoadedModel out;
   out.config = ModelConfig::from_json(j["model"], cfg_path);
   out.sections = nlohmann::json::object();
-  for (const char* k : {"task", "train"})
+  for (const char* k : kSections)
     if (j.contains(k)) out.sections[k] = j[k];
   out.model = SeqModel(out.config);
+  // Unmerged adapters are part of the model: their tensors sit beside the base weights.
+  if (j.contains("adapters"))
+    out.model->attach_adapters(AdapterConfig::from_json(j["adapters"], cfg_path));
   const std::string w = (fs::path(dir) / kWeightsFile).string();
   SEQLAB_CHECK(fs::exists(w), "{}: missing", w);
   auto file = load_safetensors(w);

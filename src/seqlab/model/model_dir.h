@@ -3,8 +3,8 @@
 // config.json:
 //   {"format": "seqlab-model", "format_version": 1, "seqlab_version": "0.1.0",
 //    "model": {ModelConfig fields}, "task": {...}, "train": {...}}
-// "task" and "train" are optional sections that the layers above own; the model layer carries
-// them through untouched. Unknown top-level keys and unknown model fields are rejected.
+// The optional sections (kSections below) belong to the layers above; the model layer carries
+// them through untouched, except "adapters", which always describes the saved model. Unknown top-level keys and unknown model fields are rejected.
 // model.safetensors holds every parameter and buffer of SeqModel by its stable name; the reader
 // rejects a missing or extra tensor, or a shape that does not match the config.
 //
@@ -20,13 +20,20 @@
 namespace seqlab {
 
 constexpr int kFormatVersion = 1;
+// The optional sections of config.json, owned by the layers that write them:
+//   task, train   the trainer (train/)                 convert   seqlab convert (convert/)
+//   finetune      seqlab finetune (what it started from, its adapter config)
+//   adapters      unmerged adapters: model.safetensors holds adapters.* beside the base weights,
+//                 and load_model_dir attaches them (model/adapters.h)
+//   hf            what import-hf read (model/hf_gpt2.h)
+inline constexpr const char* kSections[] = {"task", "train", "convert", "finetune", "adapters", "hf"};
 inline const char* kConfigFile = "config.json";
 inline const char* kWeightsFile = "model.safetensors";
 
 struct LoadedModel {
   ModelConfig config;
   SeqModel model{nullptr};
-  nlohmann::json sections;  // the optional "task" / "train" sections, as written
+  nlohmann::json sections;  // the optional sections (kSections), as written
 };
 
 // Writes config.json (model config + sections) and model.safetensors into dir (created if needed).

@@ -3,6 +3,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/tasks/parity.h"
 #include "seqlab/tasks/l5.h"
+#include "seqlab/tasks/lm.h"
 #include "seqlab/tasks/anbn_prefix.h"
 #include "seqlab/tasks/anbn.h"
 #include "seqlab/tasks/index_lookup.h"
@@ -80,6 +81,8 @@ const std::vector<TaskEntry>& task_registry() {
        make_flip_flop_sparse},
       {"copy", "LM: --vocab letters (default 26), SEP, their copy; n = T/2 (Jelassi+ 2024)",
        make<CopyTask>},
+      {"lm", "language modelling: windows of T tokens of a --corpus (wordnet) by --tokenizer",
+       make<LmTask>},
   };
   return r;
 }

@@ -26,6 +26,8 @@ struct TaskConfig {
   int64_t n_pairs = 0;               // mqar: key-value pairs (0 = derived from the length)
   int64_t modulus = 0;               // modular_arithmetic / cycle_navigation
   double threshold = 0;              // anbn / anbncn: acceptance probability threshold
+  std::string corpus;                // lm: "wordnet" or comma-separated text files
+  std::string tokenizer;             // lm: "byte", "bpe:<dir>", ...
 
   template <class V>
   void visit(V&& v) {
@@ -40,6 +42,11 @@ struct TaskConfig {
     v(threshold, "threshold", 0.5,
       "anbn / anbncn: a string is accepted when every determined next symbol gets probability "
       "above this");
+    v(corpus, "corpus", std::string("wordnet"),
+      "lm: text corpus, `wordnet` (WordNet 3.0 glosses) or comma-separated text files, one "
+      "document per line");
+    v(tokenizer, "tokenizer", std::string("byte"),
+      "lm: tokenizer, `byte` or a BPE directory (see `seqlab tokenizer`)");
   }
   TaskConfig() { visit(DefaultsVisitor{}); }
   nlohmann::json to_json() const;

@@ -8,6 +8,7 @@
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
+#include "seqlab/train/evaluate_lm.h"
 #include "seqlab/train/optim.h"
 
 #include <chrono>
@@ -49,6 +50,21 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   for (auto it = j.begin(); it != j.end(); ++it)
     SEQLAB_CHECK(v.known.count(it.key()), "{}: unknown train field '{}'", source, it.key());
   return c;
+}
+
+nlohmann::json StartFrom::to_json() const {
+  return {{"init", init}, {"adapter", adapter.to_json()}, {"merge", merge}};
+}
+
+StartFrom StartFrom::from_json(const nlohmann::json& j, const std::string& source) {
+  SEQLAB_CHECK(j.is_object() && j.contains("init") && j["init"].is_string() &&
+                   j.contains("adapter") && j.contains("merge") && j["merge"].is_boolean(),
+               "{}: \"finetune\" must hold init (string), adapter and merge (bool)", source);
+  StartFrom s;
+  s.init = j["init"].get<std::string>();
+  s.adapter = AdapterConfig::from_json(j["adapter"], source);
+  s.merge = j["merge"].get<bool>();
+  return s;
 }
 
 namespace {
@@ -138,7 +154,8 @@ int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt,
 
 TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig train_cfg,
                          const std::string& out, bool resume, int64_t steps_override,
-                         int64_t stop_after) {
+                         int64_t stop_after, const StartFrom& start_arg) {
+  StartFrom start = start_arg;
   const auto t0 = std::chrono::steady_clock::now();
   const std::string state_path = (fs::path(out) / kTrainStateFile).string();
   const bool resuming = resume && fs::exists(state_path);
@@ -158,6 +175,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     model_cfg = ModelConfig::from_json(j["model"], src);
     task_cfg = TaskConfig::from_json(j["task"], src);
     train_cfg = TrainConfig::from_json(j["train"], src);
+    start = j.contains("finetune") ? StartFrom::from_json(j["finetune"], src) : StartFrom{};
     if (steps_override > 0) train_cfg.steps = steps_override;
     if (!resuming) log_info("no checkpoint in {} yet: starting from scratch", out);
   } else {
@@ -178,8 +196,25 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   model_cfg.validate();
   torch::set_num_threads(static_cast<int>(train_cfg.threads));
 
+  start.adapter.validate();
+  SEQLAB_CHECK(start.adapter.kind == "none" || !start.init.empty(),
+               "adapters need a model to start from (finetune --model DIR)");
+  LoadedModel init;
+  if (!start.init.empty() && !resuming) {  // a resumed run's weights come from its checkpoint
+    init = load_model_dir(start.init);
+    if (init.model->adapters) init.model->merge_adapters();
+    SEQLAB_CHECK(init.config.to_json() == model_cfg.to_json(),
+                 "{}: its model config differs from the one being trained", start.init);
+  }
+
   torch::manual_seed(train_cfg.seed);
   SeqModel model(model_cfg);
+  if (init.model) load_model_tensors(*model, model_tensors(*init.model), start.init);
+  if (start.adapter.kind != "none") {
+    // Only the adapters train: every base weight is frozen before they are attached.
+    for (auto& p : model->parameters()) p.set_requires_grad(false);
+    model->attach_adapters(start.adapter);
+  }
   SEQLAB_CHECK(!model->uses_learned_positions() || task_cfg.max_len <= model_cfg.mixer.max_len,
                "--max-len {} is longer than --max-context {} (learned positions stop there)",
                task_cfg.max_len, model_cfg.mixer.max_len);
@@ -196,8 +231,11 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   AdamW opt(named, aopt);
 
   nlohmann::json sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
+  if (!start.init.empty()) sections["finetune"] = start.to_json();
   const std::string metrics_path = (fs::path(out) / kMetricsFile).string();
   TrainOutcome res;
+  res.parameters = count_parameters(*model);
+  res.trainable = count_parameters(*model, /*trainable_only=*/true);
   LoopState loop;
   if (resuming) {
     res.start_step = load_checkpoint(out, *model, opt, loop);
@@ -214,8 +252,9 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     save_model_dir(out, *model, sections);
   }
   res.first_loss = loop.first_loss;
-  log_info("train {} on {}: {} parameters, {} steps of {} x {}-{} tokens, {} threads",
-           model_cfg.mixer.arch, task->name(), count_parameters(*model), train_cfg.steps,
+  log_info("{} {} on {}: {} parameters ({} trainable), {} steps of {} x {}-{} tokens, {} threads",
+           start.init.empty() ? "train" : "finetune", model_cfg.mixer.arch, task->name(),
+           res.parameters, res.trainable, train_cfg.steps,
            train_cfg.batch, task_cfg.min_len, task_cfg.max_len, train_cfg.threads);
 
   std::ofstream metrics(metrics_path, std::ios::app);
@@ -271,6 +310,17 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       line["eval_loss"] = std::isfinite(ev.loss) ? nlohmann::json(ev.loss) : nlohmann::json("nan");
       res.eval_accuracy = ev.accuracy;
       res.eval_loss = ev.loss;
+      // Language models are also measured where it matters: perplexity on held-out text (the
+      // first 64 Ki tokens of the valid split, so it stays quick), skipped for a valid split too
+      // small to predict anything.
+      const auto* lm = dynamic_cast<const LmTask*>(task.get());
+      if (lm && lm->tokens(Split::valid).size() >= 2) {
+        auto p = evaluate_lm(*model, *lm, Split::valid, task_cfg.max_len, train_cfg.batch, 65536);
+        nlohmann::json ppl = p.ppl;
+        if (!std::isfinite(p.ppl)) ppl = std::isnan(p.ppl) ? "nan" : "inf";
+        line["eval_ppl"] = ppl;
+        res.eval_ppl = p.ppl;
+      }
     }
     if (!line.is_null()) {
       metrics << line.dump() << "\n";
@@ -281,6 +331,12 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     bar.update(done, fmt::format("loss {:.4f}", res.last_loss));
   }
   bar.finish();
+  if (start.merge && model->adapters && end == train_cfg.steps) {
+    // The resume point (train_state.safetensors) keeps the adapters unmerged; the model written
+    // for use has them folded into its weights.
+    model->merge_adapters();
+    save_model_dir(out, *model, sections);
+  }
   res.steps = std::max(end, res.start_step);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;

@@ -7,6 +7,7 @@
 // uninterrupted one (tests/test_trainer.cpp).
 #pragma once
 
+#include "seqlab/model/adapters.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/task.h"
 
@@ -49,20 +50,35 @@ struct TrainConfig {
   static TrainConfig from_json(const nlohmann::json& j, const std::string& source);
 };
 
+// Where training starts: random initialisation (init empty), or finetuning a model directory,
+// fully (adapter.kind none) or through adapters with every base weight frozen. Saved as the
+// "finetune" section of config.json, so --resume rebuilds the same setup.
+struct StartFrom {
+  std::string init;       // model directory whose weights are loaded ("" = random init)
+  AdapterConfig adapter;  // adapters attached on top (kind none = full finetuning)
+  bool merge = false;     // fold the adapters into the weights of the model written at the end
+  nlohmann::json to_json() const;
+  static StartFrom from_json(const nlohmann::json& j, const std::string& source);
+};
+
 struct TrainOutcome {
   int64_t start_step = 0, steps = 0;        // resumed from, finished at
   double first_loss = 0, last_loss = 0;     // mean training loss of the first / last log window
   double eval_accuracy = 0, eval_loss = 0;  // final evaluation at the longest training length
+  double eval_ppl = 0;  // lm tasks: final validation perplexity (train/evaluate_lm.h); 0 otherwise
   double seconds = 0;
+  int64_t parameters = 0, trainable = 0;  // all parameters / those the optimizer updates
 };
 
 // Trains a model for a task and writes the model directory `out`. With resume = true and a
 // checkpoint in `out`, continues from it with the configs saved there (train.steps may be raised
 // by steps_override > 0). Without resume, refuses an `out` that already holds a model.
+// With start.init set, the model config must equal the init directory's, whose weights are
+// loaded before step 1 (see StartFrom).
 // stop_after > 0 ends the run early after that step (as an interruption would), having written a
 // checkpoint there; a later resume continues the same schedule.
 TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig train_cfg,
                          const std::string& out, bool resume, int64_t steps_override = 0,
-                         int64_t stop_after = 0);
+                         int64_t stop_after = 0, const StartFrom& start = {});
 
 }  // namespace seqlab

@@ -1,0 +1,173 @@
+#include "seqlab/convert/convert.h"
+
+#include "seqlab/core/error.h"
+#include "seqlab/core/log.h"
+#include "seqlab/core/progress.h"
+#include "seqlab/mixers/linear_attention.h"
+#include "seqlab/mixers/softmax_attention.h"
+#include "seqlab/train/optim.h"
+
+#include <chrono>
+
+namespace seqlab {
+
+void ConvertConfig::validate() const {
+  MixerConfig probe;
+  probe.arch = to;
+  probe.validate();  // unknown names are an error listing the known ones
+  SEQLAB_CHECK(probe.arch == "linear",
+               "--to must name a linear-attention feature map (t2r, hedgehog, elu1, relu, rfa, "
+               "performer), got '{}'",
+               to);
+  SEQLAB_CHECK(d_feature >= 0, "--d-feature must be >= 0, got {}", d_feature);
+  SEQLAB_CHECK(distill_steps >= 0, "--distill-steps must be >= 0, got {}", distill_steps);
+  SEQLAB_CHECK(distill_lr > 0, "--distill-lr must be positive, got {}", distill_lr);
+  SEQLAB_CHECK(distill_batch > 0, "--distill-batch must be positive, got {}", distill_batch);
+  SEQLAB_CHECK(distill_len >= 0, "--distill-len must be >= 0, got {}", distill_len);
+}
+
+nlohmann::json ConvertConfig::to_json() const {
+  nlohmann::json j;
+  const_cast<ConvertConfig*>(this)->visit(ToJsonVisitor{j});
+  return j;
+}
+
+namespace {
+
+std::shared_ptr<SoftmaxAttentionImpl> softmax_of(SeqModelImpl& m, size_t l) {
+  return std::dynamic_pointer_cast<SoftmaxAttentionImpl>(m.blocks->ptr<BlockImpl>(l)->mixer);
+}
+std::shared_ptr<LinearAttentionImpl> linear_of(SeqModelImpl& m, size_t l) {
+  return std::dynamic_pointer_cast<LinearAttentionImpl>(m.blocks->ptr<BlockImpl>(l)->mixer);
+}
+
+bool is_feature_map_param(const std::string& name) {
+  return name.find(".mixer.feature_map.") != std::string::npos;
+}
+
+// Row cross-entropy between teacher weights a and student weights b, both [B,H,T,T]; rows of a
+// sum to one, so masked entries (a = 0) contribute nothing.
+torch::Tensor row_cross_entropy(const torch::Tensor& a, const torch::Tensor& b) {
+  return -(a * torch::log(b.clamp_min(1e-12))).sum(-1).mean();
+}
+
+}  // namespace
+
+SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
+  cfg.validate();
+  const auto& tc = teacher.config();
+  SEQLAB_CHECK(tc.mixer.arch == "softmax",
+               "convert: the model is not a softmax-attention model (its mixer is '{}'); only "
+               "softmax Transformers are converted",
+               tc.mixer.arch == "linear" ? "linear (" + tc.mixer.feature_map + ")" : tc.mixer.arch);
+  SEQLAB_CHECK(tc.mixer.causal, "convert: the model is bidirectional; only causal models become RNNs");
+  SEQLAB_CHECK(!teacher.adapters, "convert: merge the model's adapters first (finetune --merge)");
+  ModelConfig sc = tc;
+  sc.mixer.arch = cfg.to;
+  sc.mixer.d_feature = cfg.d_feature;
+  sc.mixer.init_seed = cfg.init_seed;
+  sc.validate();
+  // The student keeps the teacher's position scheme: "auto" resolves alike for both attentions.
+  torch::manual_seed(cfg.init_seed);
+  SeqModel student(sc);
+  torch::NoGradGuard ng;
+  std::map<std::string, torch::Tensor> t_params;
+  for (const auto& p : teacher.named_parameters()) t_params[p.key()] = p.value();
+  for (const auto& b : teacher.named_buffers()) t_params[b.key()] = b.value();
+  size_t copied = 0;
+  for (auto& p : student->named_parameters()) {
+    if (is_feature_map_param(p.key())) continue;
+    auto it = t_params.find(p.key());
+    SEQLAB_CHECK(it != t_params.end() && it->second.sizes() == p.value().sizes(),
+                 "convert: the student's tensor '{}' has no match in the teacher", p.key());
+    p.value().copy_(it->second);
+    ++copied;
+  }
+  size_t teacher_tensors = 0;
+  for (const auto& [name, v] : t_params) teacher_tensors += !is_feature_map_param(name);
+  SEQLAB_CHECK(copied == teacher_tensors,
+               "convert: copied {} of the teacher's {} tensors (the layouts differ)", copied,
+               teacher_tensors);
+  student->eval();
+  return student;
+}
+
+std::vector<double> transfer_losses(SeqModelImpl& teacher, SeqModelImpl& student,
+                                    const torch::Tensor& tokens) {
+  torch::NoGradGuard ng;
+  auto inputs = teacher.mixer_inputs(tokens);
+  std::vector<double> out;
+  for (size_t l = 0; l < inputs.size(); ++l) {
+    auto a = softmax_of(teacher, l)->attention_weights(inputs[l]);  // [B,H,T,T]
+    auto b = linear_of(student, l)->attention_weights(inputs[l]);   // [B,H,T,T]
+    out.push_back(row_cross_entropy(a, b).item<double>());
+  }
+  return out;
+}
+
+DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, const Task& task,
+                                const ConvertConfig& cfg, int64_t length) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const size_t L = student.blocks->size();
+  for (size_t l = 0; l < L; ++l)
+    SEQLAB_CHECK(softmax_of(teacher, l) && linear_of(student, l),
+                 "attention transfer needs a softmax teacher and a linear-attention student");
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  std::vector<torch::Tensor> params;
+  std::map<std::string, bool> was;
+  for (auto& p : student.named_parameters()) {
+    was[p.key()] = p.value().requires_grad();
+    const bool fm = is_feature_map_param(p.key());
+    p.value().set_requires_grad(fm);
+    if (fm) {
+      named.emplace_back(p.key(), p.value());
+      params.push_back(p.value());
+    }
+  }
+  SEQLAB_CHECK(!params.empty(),
+               "attention transfer: feature map '{}' has no parameters to train (use t2r or "
+               "hedgehog, or --distill-steps 0)",
+               student.config().mixer.feature_map);
+  for (auto& p : teacher.parameters()) p.set_requires_grad(false);
+  teacher.eval();
+  student.eval();  // no dropout anywhere; eval keeps the model's behaviour fixed
+
+  DistillReport rep;
+  const auto held_out = task.sample(cfg.distill_batch, length, mix_seed(cfg.distill_seed, ~0ULL));
+  rep.before = transfer_losses(teacher, student, held_out.input);
+  AdamWOptions aopt;
+  aopt.weight_decay = 0;
+  AdamW opt(named, aopt);
+  Progress bar("attention transfer", cfg.distill_steps);
+  for (int64_t step = 0; step < cfg.distill_steps; ++step) {
+    auto batch = task.sample(cfg.distill_batch, length, mix_seed(cfg.distill_seed, step));
+    std::vector<torch::Tensor> inputs;
+    {
+      torch::NoGradGuard ng;
+      inputs = teacher.mixer_inputs(batch.input);
+    }
+    torch::Tensor loss = torch::zeros({});
+    for (size_t l = 0; l < L; ++l) {
+      torch::Tensor a;
+      {
+        torch::NoGradGuard ng;
+        a = softmax_of(teacher, l)->attention_weights(inputs[l]);  // [B,H,T,T]
+      }
+      auto b = linear_of(student, l)->attention_weights(inputs[l]);  // [B,H,T,T]
+      loss = loss + row_cross_entropy(a, b);
+    }
+    opt.zero_grad();
+    loss.backward();
+    clip_grad_norm(params, 1.0);
+    opt.step(lr_at(step, cfg.distill_steps, cfg.distill_steps / 20, cfg.distill_lr, 0.1));
+    bar.update(step + 1, fmt::format("loss {:.4f}", loss.item<double>() / L));
+  }
+  bar.finish();
+  rep.after = transfer_losses(teacher, student, held_out.input);
+  rep.steps = cfg.distill_steps;
+  for (auto& p : student.named_parameters()) p.value().set_requires_grad(was[p.key()]);
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+}  // namespace seqlab

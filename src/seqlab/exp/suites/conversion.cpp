@@ -1,0 +1,302 @@
+// Suite `conversion`: swap-then-finetune on WordNet glosses (Kasai et al. 2021, T2R; Zhang et al.
+// 2024, Hedgehog). A softmax teacher LM; each feature map (a) converted from the teacher and
+// finetuned and (b) trained from random initialisation for the same number of steps; Hedgehog
+// with and without attention transfer; LoRA and Tied-LoRA finetuning of a converted model; and
+// generation speed / state memory against context length for the teacher and the RNNs.
+#include "seqlab/convert/convert.h"
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/grid.h"
+#include "seqlab/exp/report.h"
+#include "seqlab/exp/suites/suites.h"
+#include "seqlab/model/adapters.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+namespace seqlab {
+
+namespace {
+
+std::string conversion_report(const std::vector<nlohmann::json>& rows,
+                              const std::string& plot_dir);
+
+}  // namespace
+
+SuiteSpec conversion_suite(bool quick) {
+  SuiteSpec s;
+  s.name = "conversion";
+  s.description =
+      "Swap-then-finetune on WordNet glosses (byte level): a softmax teacher converted to T2R, "
+      "Hedgehog (with and without attention transfer), ELU+1 and RFA, against the same models "
+      "trained from scratch; LoRA / Tied-LoRA finetuning; generation speed and memory.";
+  s.claims =
+      "- Kasai et al. (2021), T2R: converting a pretrained Transformer and finetuning beats "
+      "training the same linear-attention model from random initialisation, and comes close to "
+      "the teacher (WikiText-103: 19.6 ppl converted vs 20.8 from scratch vs 18.8 teacher for "
+      "their 32-feature T2R; Table 1).\n"
+      "- Zhang et al. (2024), Hedgehog: attention transfer (training the feature maps to mimic "
+      "softmax attention weights before finetuning) recovers more of the teacher than converting "
+      "without it, and Hedgehog's softmax-mimicking map beats T2R / ELU+1 / RFA-style maps "
+      "(their Table 3/6: Hedgehog GPT-2 conversion 16.7 ppl on WikiText-103 vs T2R 19.9 and "
+      "teacher 15.8).\n"
+      "- Both: the converted model is an RNN: constant state memory and constant time per "
+      "generated token, where the teacher's KV cache grows with the context.\n"
+      "- Tied-LoRA (Renduchintala et al. 2023): sharing A, B across layers keeps most of LoRA's "
+      "quality with a fraction of its trainable parameters.";
+  const int64_t D = quick ? 64 : 128, L = quick ? 2 : 4, T = quick ? 64 : 128;
+  const int64_t teacher_steps = quick ? 1500 : 5000, ft_steps = quick ? 400 : 1500;
+  const int64_t distill_steps = quick ? 100 : 400;
+  const std::vector<int64_t> contexts =
+      quick ? std::vector<int64_t>{256, 1024, 4096} : std::vector<int64_t>{128, 1024, 4096, 16384};
+  const int64_t max_ctx = contexts.back();
+  const nlohmann::json task = grid_task("lm", T, T, {{"corpus", "wordnet"}, {"tokenizer", "byte"}});
+  const nlohmann::json eval = {{"context", T}, {"max_tokens", quick ? 32768 : 262144}};
+  auto train = [&](int64_t steps, double lr) {
+    auto t = grid_train(steps, 16, lr, 0);
+    t["eval_every"] = std::max<int64_t>(1, steps / 6);
+    t["eval_size"] = 64;
+    t["warmup"] = std::max<int64_t>(1, steps / 20);
+    return t;
+  };
+  auto model = [&](const std::string& arch) {
+    return grid_model(arch, D, L, max_ctx, {{"n_head", 4}, {"mlp_ratio", 4}, {"d_feature", quick ? 16 : 32}});
+  };
+  nlohmann::json teacher = {{"id", "teacher"},       {"kind", "lm_train"}, {"label", "teacher (softmax)"},
+                            {"init", "teacher"},     {"model", model("softmax")},
+                            {"task", task},          {"train", train(teacher_steps, 1e-3)},
+                            {"eval", eval}};
+  teacher["model"]["d_feature"] = 0;
+  s.cells.push_back(teacher);
+  // Control: the teacher itself given the finetuning steps the converted models get, so that
+  // "converted vs teacher" is not a comparison of unequal training.
+  s.cells.push_back({{"id", "teacher_ft"},
+                     {"kind", "lm_finetune"},
+                     {"label", "teacher + same finetuning (control)"},
+                     {"init", "teacher"},
+                     {"after", {"teacher"}},
+                     {"from", "teacher/model"},
+                     {"train", train(ft_steps, 1e-3)},
+                     {"eval", eval}});
+  struct Conv {
+    std::string id, fm, label;
+    int64_t distill;
+  };
+  const std::vector<Conv> convs = {
+      {"t2r", "t2r", "T2R", 0},
+      {"hedgehog_at", "hedgehog", "Hedgehog + attention transfer", distill_steps},
+      {"hedgehog", "hedgehog", "Hedgehog, no transfer", 0},
+      {"elu", "elu1", "ELU+1", 0},
+      {"rfa", "rfa", "RFA", 0},
+  };
+  for (const auto& c : convs) {
+    ConvertConfig cc;
+    cc.to = c.fm;
+    cc.d_feature = quick ? 16 : 32;
+    cc.distill_steps = c.distill;
+    const nlohmann::json conv = cc.to_json();
+    s.cells.push_back({{"id", "conv_" + c.id},
+                       {"kind", "lm_finetune"},
+                       {"label", c.label + ", converted"},
+                       {"init", "converted"},
+                       {"after", {"teacher"}},
+                       {"from", "teacher/model"},
+                       {"convert", conv},
+                       {"train", train(ft_steps, 1e-3)},
+                       {"eval", eval}});
+    // From scratch, once per feature map (attention transfer needs a teacher: the Hedgehog row
+    // is compared with both Hedgehog conversions).
+    if (c.id != "hedgehog")
+      s.cells.push_back({{"id", "scratch_" + c.id},
+                         {"kind", "lm_train"},
+                         {"label", (c.fm == "hedgehog" ? std::string("Hedgehog") : c.label) +
+                                       ", from scratch"},
+                           {"init", "scratch"},
+                           {"model", model(c.fm)},
+                           {"task", task},
+                           {"train", train(ft_steps, 1e-3)},
+                           {"eval", eval}});
+  }
+  // Adapters on the Hedgehog conversion with attention transfer: the base frozen.
+  for (const char* kind : {"lora", "tied_lora"}) {
+    AdapterConfig ac;
+    ac.kind = kind;
+    ac.rank = 8;
+    ac.targets = "q,k,v,o,fc1,fc2";
+    const nlohmann::json a = ac.to_json();
+    s.cells.push_back({{"id", std::string("conv_hedgehog_at_") + kind},
+                       {"kind", "lm_finetune"},
+                       {"label", std::string("Hedgehog + transfer, ") +
+                                     (std::string(kind) == "lora" ? "LoRA" : "Tied-LoRA")},
+                       {"init", "converted"},
+                       {"after", {"conv_hedgehog_at"}},
+                       {"from", "conv_hedgehog_at/converted"},
+                       {"adapter", a},
+                       {"train", train(ft_steps, 3e-3)},
+                       {"eval", eval}});
+  }
+  s.cells.push_back({{"id", "bench"},
+                     {"kind", "lm_bench"},
+                     {"after", {"teacher", "conv_t2r", "conv_hedgehog_at"}},
+                     {"models",
+                      {{{"label", "teacher (softmax, KV cache)"}, {"from", "teacher/model"}},
+                       {{"label", "T2R, converted"}, {"from", "conv_t2r/model"}},
+                       {{"label", "Hedgehog + transfer, converted"},
+                        {"from", "conv_hedgehog_at/model"}}}},
+                     {"contexts", contexts}});
+  s.custom_report = conversion_report;
+  return s;
+}
+
+namespace {
+
+std::string fmt_count(int64_t n) {
+  if (n >= 1000000) return fmt::format("{:.2f} M", n / 1e6);
+  if (n >= 1000) return fmt::format("{:.1f} k", n / 1e3);
+  return std::to_string(n);
+}
+
+std::string conversion_report(const std::vector<nlohmann::json>& rows,
+                              const std::string& plot_dir) {
+  std::vector<nlohmann::json> lm, bench;
+  for (const auto& r : rows) (r.value("kind", "") == "bench" ? bench : lm).push_back(r);
+  std::map<std::string, nlohmann::json> by;
+  for (const auto& r : lm) by[r["cell"].get<std::string>()] = r;
+  std::string md = "## Validation perplexity\n\n";
+  if (lm.empty()) return md + "No model finished.\n";
+  const auto& any = lm.front();
+  md += fmt::format(
+      "WordNet 3.0 glosses, byte tokenizer; valid split, consecutive windows of {} tokens, {} "
+      "tokens scored; d_model {}, {} layers; seed {}. \"ppl converted\" is the converted model "
+      "before any finetuning.\n\n",
+      any["eval_context"].get<int64_t>(), any["eval_tokens"].get<int64_t>(),
+      any["d_model"].get<int64_t>(), any["n_layer"].get<int64_t>(), any["seed"].get<uint64_t>());
+  md += "| model | init | trainable | steps | train time | ppl converted | valid ppl | vs teacher |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  const double teacher = by.count("teacher") ? by["teacher"]["ppl"].get<double>() : 0;
+  for (const auto& r : lm) {
+    const double ppl = r["ppl"].get<double>();
+    md += fmt::format("| {} | {} | {} | {} | {:.0f} s | {} | {:.3f} | {} |\n",
+                      r["label"].get<std::string>(), r["init"].get<std::string>(),
+                      fmt_count(r["trainable"].get<int64_t>()), r["steps"].get<int64_t>(),
+                      r["train_seconds"].get<double>(),
+                      r.contains("ppl_converted")
+                          ? fmt::format("{:.1f}", r["ppl_converted"].get<double>())
+                          : std::string(""),
+                      ppl, teacher > 0 ? fmt::format("{:+.1f}%", 100 * (ppl / teacher - 1)) : "");
+  }
+  // The measured targets.
+  md += "\n## Targets\n\n";
+  auto ppl_of = [&](const std::string& id) {
+    return by.count(id) ? by[id]["ppl"].get<double>() : std::nan("");
+  };
+  double best = INFINITY;
+  std::string best_id;
+  for (const auto& r : lm)
+    if (r["init"] == "converted" && r["ppl"].get<double>() < best)
+      best = r["ppl"].get<double>(), best_id = r["label"].get<std::string>();
+  if (teacher > 0 && std::isfinite(best))
+    md += fmt::format("- Best converted model within 5% of the teacher: {} ({}: {:.3f} vs "
+                      "teacher {:.3f}, {:+.1f}%).\n",
+                      best <= 1.05 * teacher ? "**met**" : "**missed**", best_id, best, teacher,
+                      100 * (best / teacher - 1));
+  const double control = ppl_of("teacher_ft");
+  if (!std::isnan(control) && std::isfinite(best))
+    md += fmt::format("- Against the control (the teacher finetuned for the same steps, {:.3f}): "
+                      "best converted {:+.1f}%.\n",
+                      control, 100 * (best / control - 1));
+  for (const char* fm : {"t2r", "elu", "rfa", "hedgehog_at"}) {
+    const double c = ppl_of(std::string("conv_") + fm), sc = ppl_of(std::string("scratch_") + fm);
+    if (std::isnan(c) || std::isnan(sc)) continue;
+    md += fmt::format("- Converted beats from-scratch at equal steps ({}): {} ({:.3f} vs {:.3f}).\n",
+                      by["conv_" + std::string(fm)]["label"].get<std::string>(),
+                      c < sc ? "**yes**" : "**no**", c, sc);
+  }
+  const double at = ppl_of("conv_hedgehog_at"), nat = ppl_of("conv_hedgehog");
+  if (!std::isnan(at) && !std::isnan(nat))
+    md += fmt::format("- Attention transfer beats none (Hedgehog): {} ({:.3f} vs {:.3f}).\n",
+                      at < nat ? "**yes**" : "**no**", at, nat);
+  if (by.count("conv_hedgehog_at") && by["conv_hedgehog_at"].contains("distill_before")) {
+    const auto& r = by["conv_hedgehog_at"];
+    md += fmt::format("\n## Attention transfer ({} steps, {:.0f} s)\n\nRow cross-entropy between "
+                      "the teacher's softmax attention and the Hedgehog feature maps' attention, "
+                      "on a held-out batch:\n\n| layer | before | after |\n|---:|---:|---:|\n",
+                      r["distill_steps"].get<int64_t>(), r.value("distill_seconds", 0.0));
+    for (size_t l = 0; l < r["distill_before"].size(); ++l)
+      md += fmt::format("| {} | {:.4f} | {:.4f} |\n", l, r["distill_before"][l].get<double>(),
+                        r["distill_after"][l].get<double>());
+  }
+  if (!bench.empty()) {
+    md += "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
+          "time through each model's recurrent form (LibTorch eager, one thread); tokens/s over "
+          "the last tokens before each context length; state = the KV cache's filled part for "
+          "the teacher, the recurrent state (S, z) for the RNNs. Absolute speeds are this "
+          "machine's; compare rows.\n\n| model | context | tokens/s | state |\n|---|---:|---:|---:|\n";
+    for (const auto& b : bench)
+      md += fmt::format("| {} | {} | {:.0f} | {:.1f} KiB |\n", b["label"].get<std::string>(),
+                        b["context"].get<int64_t>(), b["tokens_per_s"].get<double>(),
+                        b["state_bytes"].get<int64_t>() / 1024.0);
+  }
+  if (plot_dir.empty()) return md;
+  md += "\n## Plots\n\n";
+  // Learning curves.
+  std::string data, cmds;
+  int idx = 0;
+  for (const auto& r : lm) {
+    if (r["curve"].empty()) continue;
+    data += "# " + r["label"].get<std::string>() + "\n";
+    for (const auto& p : r["curve"]) data += fmt::format("{} {}\n", p[0].get<int64_t>(), p[1].get<double>());
+    data += "\n\n";
+    cmds += fmt::format("{}'{}/curves.dat' index {} with linespoints title '{}'", idx ? ", " : "",
+                        plot_dir, idx, r["label"].get<std::string>());
+    ++idx;
+  }
+  auto embed = [&](const std::vector<std::string>& imgs, const std::string& alt) {
+    for (const auto& i : imgs)
+      if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
+        md += fmt::format("![{}](plots/{})\n\n", alt, i);
+  };
+  if (idx) {
+    write_file_atomic(plot_dir + "/curves.dat", data);
+    embed(render_plot(plot_dir, "curves",
+                      "set title 'validation perplexity during training'\nset xlabel 'step'\n"
+                      "set ylabel 'valid ppl'\nset logscale y\nset key outside right\nset grid\n"
+                      "plot " + cmds + "\n"),
+          "learning curves");
+  }
+  if (!bench.empty()) {
+    std::map<std::string, std::string> series;
+    std::vector<std::string> order;
+    for (const auto& b : bench) {
+      const auto l = b["label"].get<std::string>();
+      if (!series.count(l)) order.push_back(l);
+      series[l] += fmt::format("{} {} {}\n", b["context"].get<int64_t>(),
+                               b["tokens_per_s"].get<double>(), b["state_bytes"].get<int64_t>() / 1024.0);
+    }
+    std::string bd, sp, mem;
+    for (size_t i = 0; i < order.size(); ++i) {
+      bd += "# " + order[i] + "\n" + series[order[i]] + "\n\n";
+      sp += fmt::format("{}'{}/bench.dat' index {} using 1:2 with linespoints title '{}'",
+                        i ? ", " : "", plot_dir, i, order[i]);
+      mem += fmt::format("{}'{}/bench.dat' index {} using 1:3 with linespoints title '{}'",
+                         i ? ", " : "", plot_dir, i, order[i]);
+    }
+    write_file_atomic(plot_dir + "/bench.dat", bd);
+    embed(render_plot(plot_dir, "speed",
+                      "set title 'generation speed vs context'\nset xlabel 'context (tokens)'\n"
+                      "set ylabel 'tokens/s'\nset logscale x 2\nset key outside right\nset grid\n"
+                      "plot " + sp + "\n"),
+          "speed");
+    embed(render_plot(plot_dir, "memory",
+                      "set title 'generation state memory vs context'\nset xlabel 'context (tokens)'\n"
+                      "set ylabel 'state (KiB)'\nset logscale xy 2\nset key outside right\nset grid\n"
+                      "plot " + mem + "\n"),
+          "memory");
+  }
+  return md;
+}
+
+}  // namespace
+
+}  // namespace seqlab

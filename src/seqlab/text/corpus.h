@@ -1,0 +1,27 @@
+// Text corpora for language modelling, split deterministically into train / valid / test.
+//
+//   wordnet  WordNet 3.0 glosses from Debian's wordnet-base (data.noun, data.verb, data.adj,
+//            data.adv under /usr/share/wordnet, or $SEQLAB_WORDNET_DIR): one document per synset,
+//            "lemma, lemma: gloss; \"example\"". Split by a hash of the synset's (file, offset).
+//   files    one or more plain-text files (comma-separated paths): one document per non-empty
+//            line. Split by a hash of the line's text.
+//
+// The split is a fixed function of the key: hash % 100 < 90 -> train, < 95 -> valid, else test.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace seqlab {
+
+enum class Split { train, valid, test };
+
+Split parse_split(const std::string& name);  // "train" | "valid" | "test"
+const char* split_name(Split s);
+
+// The documents of one split of a corpus, in a fixed order. spec: "wordnet" or comma-separated
+// file paths. Throws seqlab::Error on a missing, empty or non-text corpus (naming the file).
+std::vector<std::string> load_corpus(const std::string& spec, Split split);
+
+}  // namespace seqlab

@@ -1,0 +1,50 @@
+// The CLI is one file per command group (tools/cmd_*.cpp). Each adds its subcommands to the app
+// and registers an action that runs when its subcommand was given; tools/seqlab.cpp holds main(),
+// the error contract and the built-in commands.
+#pragma once
+
+#include "seqlab/core/blas_check.h"
+#include "seqlab/core/log.h"
+
+#include <CLI/CLI.hpp>
+#include <torch/torch.h>
+
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace seqlab::cli {
+
+// Flags most commands share.
+struct Common {
+  int64_t threads = 0;
+  bool quiet = false;
+  void add(CLI::App* app, bool with_threads = true) {
+    if (with_threads)
+      app->add_option("--threads", threads, "intra-op threads (0 = all cores)")
+          ->capture_default_str()
+          ->check(CLI::NonNegativeNumber);
+    app->add_flag("-q,--quiet", quiet, "no progress or info lines on stderr");
+  }
+  void apply() const {
+    const int n = threads > 0 ? static_cast<int>(threads)
+                              : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    torch::set_num_threads(n);
+    if (quiet) log_level() = 0;
+    warn_if_reference_blas();
+  }
+};
+
+struct Action {
+  CLI::App* sub;             // the subcommand
+  std::function<int()> run;  // runs when it was parsed; returns the exit code
+};
+using Actions = std::vector<Action>;
+
+// One function per command file. Options must outlive parsing: keep them in objects the
+// function allocates (std::make_shared) and captures in the action.
+void add_tokenizer_commands(CLI::App& app, Actions& actions);  // cmd_tokenizer.cpp
+void add_hf_commands(CLI::App& app, Actions& actions);         // cmd_hf.cpp
+void add_convert_commands(CLI::App& app, Actions& actions);    // cmd_convert.cpp
+
+}  // namespace seqlab::cli
