@@ -46,5 +46,7 @@ using Actions = std::vector<Action>;
 void add_tokenizer_commands(CLI::App& app, Actions& actions);  // cmd_tokenizer.cpp
 void add_hf_commands(CLI::App& app, Actions& actions);         // cmd_hf.cpp
 void add_convert_commands(CLI::App& app, Actions& actions);    // cmd_convert.cpp
+void add_generate_commands(CLI::App& app, Actions& actions);   // cmd_generate.cpp
+void add_bench_commands(CLI::App& app, Actions& actions);      // cmd_bench.cpp
 
 }  // namespace seqlab::cli

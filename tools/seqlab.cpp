@@ -221,6 +221,8 @@ int run(int argc, char** argv) {
   cli::add_tokenizer_commands(app, actions);
   cli::add_hf_commands(app, actions);
   cli::add_convert_commands(app, actions);
+  cli::add_generate_commands(app, actions);
+  cli::add_bench_commands(app, actions);
 
   auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
   auto* tasks = app.add_subcommand("tasks", "list tasks");

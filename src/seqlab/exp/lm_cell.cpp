@@ -3,6 +3,7 @@
 #include "seqlab/convert/convert.h"
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/infer/fast_model.h"
 #include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/lm.h"
@@ -179,6 +180,16 @@ int64_t state_bytes(const ModelState& s) {
   return n;
 }
 
+// The fast decoder's state in use after `context` tokens: a softmax model's KV cache counts its
+// filled part, as state_bytes() does for the LibTorch form.
+int64_t fast_state_bytes(const infer::FastModel& fm, const infer::DecoderState& s,
+                         int64_t context) {
+  const auto& mc = fm.config().mixer;
+  if (mc.arch == "softmax")
+    return 2 * fm.config().n_layer * context * mc.d_model * static_cast<int64_t>(sizeof(float));
+  return static_cast<int64_t>(s.data.size() * sizeof(float));
+}
+
 nlohmann::json lm_bench(const nlohmann::json& cell, const std::string& run_dir) {
   const auto id = cell.at("id").get<std::string>();
   const fs::path runs = fs::path(run_dir).parent_path();
@@ -196,28 +207,49 @@ nlohmann::json lm_bench(const nlohmann::json& cell, const std::string& run_dir) 
     torch::NoGradGuard ng;
     auto gen = make_generator(7);
     auto tokens = torch::randint(0, lm.config.vocab_size, {contexts.back()}, gen, torch::kLong);
-    auto state = lm.model->init_state(1);
-    using clock = std::chrono::steady_clock;
-    size_t next = 0;
-    auto window_start = clock::now();
-    for (int64_t t = 0; t < contexts.back(); ++t) {
-      // Time the last W tokens before each context length (W never reaches back past the
-      // previous one).
-      const int64_t C = contexts[next], prev = next ? contexts[next - 1] : 0;
-      const int64_t W = std::min<int64_t>({64, C / 2, C - prev});
-      if (t == C - W) window_start = clock::now();
-      lm.model->step(tokens.narrow(0, t, 1), state);
-      if (t + 1 == C) {
-        const double s = std::chrono::duration<double>(clock::now() - window_start).count();
-        rows.push_back({{"kind", "bench"},
-                        {"cell", id},
-                        {"label", m.value("label", dir)},
-                        {"arch", lm.config.mixer.arch},
-                        {"context", C},
-                        {"window", W},
-                        {"tokens_per_s", W / s},
-                        {"state_bytes", state_bytes(state)}});
-        ++next;
+    // Both engines over the same tokens: LibTorch's recurrent form (SeqModel::step) and the
+    // hand-written fast decoder (infer/fast_model.h).
+    for (const char* engine : {"torch", "fast"}) {
+      const bool fast = std::string(engine) == "fast";
+      std::unique_ptr<infer::FastModel> fm;
+      infer::DecoderState fstate;
+      std::vector<float> logits;
+      ModelState state;
+      if (fast) {
+        fm = std::make_unique<infer::FastModel>(*lm.model);
+        fstate = fm->init_state();
+        logits.resize(fm->vocab_size());
+      } else {
+        state = lm.model->init_state(1);
+      }
+      const auto tok = tokens.accessor<int64_t, 1>();
+      using clock = std::chrono::steady_clock;
+      size_t next = 0;
+      auto window_start = clock::now();
+      for (int64_t t = 0; t < contexts.back(); ++t) {
+        // Time the last W tokens before each context length (W never reaches back past the
+        // previous one).
+        const int64_t C = contexts[next], prev = next ? contexts[next - 1] : 0;
+        const int64_t W = std::min<int64_t>({64, C / 2, C - prev});
+        if (t == C - W) window_start = clock::now();
+        if (fast)
+          fm->step(tok[t], fstate, logits.data());
+        else
+          lm.model->step(tokens.narrow(0, t, 1), state);
+        if (t + 1 == C) {
+          const double s = std::chrono::duration<double>(clock::now() - window_start).count();
+          rows.push_back({{"kind", "bench"},
+                          {"cell", id},
+                          {"label", m.value("label", dir)},
+                          {"engine", engine},
+                          {"arch", lm.config.mixer.arch},
+                          {"context", C},
+                          {"window", W},
+                          {"tokens_per_s", W / s},
+                          {"state_bytes", fast ? fast_state_bytes(*fm, fstate, C)
+                                               : state_bytes(state)}});
+          ++next;
+        }
       }
     }
   }

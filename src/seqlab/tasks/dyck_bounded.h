@@ -3,7 +3,7 @@
 //
 // Bounded-depth Dyck is regular, yet it is the core of hierarchical structure: Yao et al. (ACL
 // 2021, "Self-Attention Networks Can Process Bounded Hierarchical Languages") build Transformers
-// for it, and Bhattamishra et al. (ICML 2024, "Separations in the Representational Capabilities
+// for it, and Bhattamishra et al. (NeurIPS 2024, "Separations in the Representational Capabilities
 // of Transformers and Recurrent Architectures") use it to contrast the state a recurrent model
 // needs (O(m log k) bits) with what attention needs.
 //

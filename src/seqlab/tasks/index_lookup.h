@@ -1,6 +1,6 @@
 // index_lookup: N symbols, a separator, then an index i; output the symbol at position i.
 //
-// Bhattamishra et al. (ICML 2024, "Separations in the Representational Capabilities of
+// Bhattamishra et al. (NeurIPS 2024, "Separations in the Representational Capabilities of
 // Transformers and Recurrent Architectures"): a one-layer Transformer of size polylog(N) solves
 // index lookup, while any recurrent model must keep a state of size linear in N, since the query
 // comes only after all symbols have gone by.

@@ -1,7 +1,7 @@
 // nearest_neighbor: k labelled points, then a query point; output the label of the point nearest
 // to the query.
 //
-// Bhattamishra et al. (ICML 2024, "Separations in the Representational Capabilities of
+// Bhattamishra et al. (NeurIPS 2024, "Separations in the Representational Capabilities of
 // Transformers and Recurrent Architectures"): attention can compare the query with every stored
 // point at once, while a recurrent model must keep all k points in its state until the query
 // arrives.

@@ -1,6 +1,6 @@
 // string_equality: two strings of length L separated by a marker; are they equal?
 //
-// Bhattamishra et al. (ICML 2024, "Separations in the Representational Capabilities of
+// Bhattamishra et al. (NeurIPS 2024, "Separations in the Representational Capabilities of
 // Transformers and Recurrent Architectures"): a Transformer of logarithmic width decides equality
 // of two length-L strings, while a recurrent model has to carry all of the first string across the
 // marker, a state of L log V bits.

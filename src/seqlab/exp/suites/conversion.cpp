@@ -231,14 +231,16 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
   }
   if (!bench.empty()) {
     md += "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
-          "time through each model's recurrent form (LibTorch eager, one thread); tokens/s over "
-          "the last tokens before each context length; state = the KV cache's filled part for "
-          "the teacher, the recurrent state (S, z) for the RNNs. Absolute speeds are this "
-          "machine's; compare rows.\n\n| model | context | tokens/s | state |\n|---|---:|---:|---:|\n";
+          "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
+          "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
+          "(infer/); tokens/s over the last tokens before each context length; state = the KV "
+          "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
+          "Absolute speeds are this machine's; compare rows.\n\n"
+          "| model | engine | context | tokens/s | state |\n|---|---|---:|---:|---:|\n";
     for (const auto& b : bench)
-      md += fmt::format("| {} | {} | {:.0f} | {:.1f} KiB |\n", b["label"].get<std::string>(),
-                        b["context"].get<int64_t>(), b["tokens_per_s"].get<double>(),
-                        b["state_bytes"].get<int64_t>() / 1024.0);
+      md += fmt::format("| {} | {} | {} | {:.0f} | {:.1f} KiB |\n", b["label"].get<std::string>(),
+                        b.value("engine", "torch"), b["context"].get<int64_t>(),
+                        b["tokens_per_s"].get<double>(), b["state_bytes"].get<int64_t>() / 1024.0);
   }
   if (plot_dir.empty()) return md;
   md += "\n## Plots\n\n";
@@ -271,7 +273,7 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     std::map<std::string, std::string> series;
     std::vector<std::string> order;
     for (const auto& b : bench) {
-      const auto l = b["label"].get<std::string>();
+      const auto l = b["label"].get<std::string>() + " [" + b.value("engine", "torch") + "]";
       if (!series.count(l)) order.push_back(l);
       series[l] += fmt::format("{} {} {}\n", b["context"].get<int64_t>(),
                                b["tokens_per_s"].get<double>(), b["state_bytes"].get<int64_t>() / 1024.0);

@@ -1,0 +1,361 @@
+#include "seqlab/infer/bench.h"
+
+#include "seqlab/core/error.h"
+#include "seqlab/infer/engine.h"
+#include "seqlab/infer/kernels.h"
+#include "seqlab/infer/sampler.h"
+#include "seqlab/model/model_dir.h"
+#include "seqlab/tasks/task.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <thread>
+
+extern char** environ;
+
+namespace seqlab::infer {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Stats {
+  double mean = 0, sd = 0;
+};
+
+// Mean and sample standard deviation (0 for one value).
+Stats stats_of(const std::vector<double>& v) {
+  Stats s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= static_cast<double>(v.size());
+  if (v.size() < 2) return s;
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.sd = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  return s;
+}
+
+// Runs `<exe> bench decode-run ...` and returns its measurement with the child's peak RSS.
+DecodeMeasurement measure_in_child(const DecodeBenchConfig& cfg, const std::string& model,
+                                   const std::string& engine, int64_t context) {
+  int fds[2];
+  SEQLAB_CHECK(pipe(fds) == 0, "bench: pipe failed: {}", std::strerror(errno));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addclose(&fa, fds[0]);
+  std::vector<std::string> args = {cfg.worker_exe,
+                                   "bench",
+                                   "decode-run",
+                                   "--model",
+                                   model,
+                                   "--engine",
+                                   engine,
+                                   "--context",
+                                   std::to_string(context),
+                                   "--gen",
+                                   std::to_string(cfg.gen),
+                                   "--seed",
+                                   std::to_string(cfg.seed),
+                                   "--threads",
+                                   std::to_string(cfg.threads),
+                                   "-q"};
+  std::vector<char*> argv;
+  for (auto& s : args) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, cfg.worker_exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    fail("bench: could not start {}: {}", cfg.worker_exe, std::strerror(rc));
+  }
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  rusage ru{};
+  while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const auto nl = out.rfind('\n');
+  const std::string last = nl == std::string::npos ? out : out.substr(nl + 1);
+  SEQLAB_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+               "bench: {} ({} engine, context {}) failed: {}", model, engine, context,
+               last.empty() ? "no output" : last);
+  DecodeMeasurement m;
+  try {
+    const auto j = nlohmann::json::parse(last);
+    m.prefill_s = j.at("prefill_s").get<double>();
+    m.gen_s = j.at("gen_s").get<double>();
+    m.state_bytes = j.at("state_bytes").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    fail("bench: unexpected output from the worker for {}: '{}' ({})", model, last, e.what());
+  }
+  m.peak_rss_kb = ru.ru_maxrss;  // Linux: kilobytes
+  return m;
+}
+
+struct ModelInfo {
+  std::string arch;
+  int64_t limit = -1;      // max_sequence(), -1 = unbounded
+  std::string fast_error;  // why the fast engine cannot run it (empty when it can)
+};
+
+ModelInfo inspect_model(const std::string& dir, bool want_fast) {
+  auto lm = load_model_dir(dir);
+  const auto& mc = lm.config;
+  SEQLAB_CHECK(mc.head == "lm" && mc.mixer.causal,
+               "bench decode: {} is not a causal language model (head '{}')", dir, mc.head);
+  if (lm.model->adapters) lm.model->merge_adapters();
+  ModelInfo info;
+  info.arch = mc.mixer.arch == "linear" ? "linear (" + mc.mixer.feature_map + ")" : mc.mixer.arch;
+  info.limit = max_sequence(*lm.model);
+  if (want_fast) {
+    try {
+      make_engine("fast", *lm.model);
+    } catch (const Error& e) {
+      info.fast_error = e.what();
+    }
+  }
+  return info;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// Plain decimals (no exponents), so a spreadsheet reads every cell as a number.
+std::string fmt_num(fmt::format_string<double> f, double v) {
+  return fmt::format(f, v);
+}
+
+}  // namespace
+
+void DecodeBenchConfig::validate() const {
+  SEQLAB_CHECK(!models.empty(), "--model: give at least one model directory");
+  SEQLAB_CHECK(!contexts.empty(), "--contexts: give at least one context length");
+  for (auto c : contexts) SEQLAB_CHECK(c >= 1, "--contexts: {} is not a positive length", c);
+  SEQLAB_CHECK(gen >= 1, "--gen must be >= 1, got {}", gen);
+  SEQLAB_CHECK(reps >= 1, "--reps must be >= 1, got {}", reps);
+  SEQLAB_CHECK(threads >= 1, "--threads must be >= 1, got {}", threads);
+  SEQLAB_CHECK(!engines.empty(), "--engines: give fast, torch or both");
+  for (const auto& e : engines)
+    SEQLAB_CHECK(e == "fast" || e == "torch", "--engines: unknown engine '{}' (fast, torch)", e);
+}
+
+DecodeMeasurement measure_decode(const std::string& model_dir, const std::string& engine,
+                                 int64_t context, int64_t gen, uint64_t seed) {
+  SEQLAB_CHECK(context >= 1 && gen >= 1, "bench: context and gen must be >= 1");
+  auto lm = load_model_dir(model_dir);
+  if (lm.model->adapters) lm.model->merge_adapters();
+  auto e = make_engine(engine, *lm.model);
+  const int64_t V = e->vocab_size(), limit = max_sequence(*lm.model);
+  SEQLAB_CHECK(limit < 0 || context + gen <= limit,
+               "bench: context {} + {} generated tokens exceed the max context {}", context, gen,
+               limit);
+  std::vector<int64_t> tokens(context);
+  for (int64_t i = 0; i < context; ++i)
+    tokens[i] =
+        static_cast<int64_t>(mix_seed(seed, static_cast<uint64_t>(i)) % static_cast<uint64_t>(V));
+  std::vector<float> logits(V);
+  SamplerConfig greedy;
+  greedy.temperature = 0;
+  Sampler sampler(greedy, V);
+  DecodeMeasurement m;
+  auto t0 = std::chrono::steady_clock::now();
+  e->prefill(tokens.data(), context, logits.data());
+  m.prefill_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < gen; ++i) e->step(sampler.sample(logits.data(), e->pos()), logits.data());
+  m.gen_s = seconds_since(t0);
+  m.state_bytes = e->state_bytes();
+  return m;
+}
+
+std::vector<DecodeBenchRow> run_decode_bench(
+    const DecodeBenchConfig& cfg, const std::function<void(const std::string&)>& progress) {
+  cfg.validate();
+  const bool want_fast =
+      std::find(cfg.engines.begin(), cfg.engines.end(), "fast") != cfg.engines.end();
+  // Every model is checked before anything runs.
+  std::vector<ModelInfo> infos;
+  for (const auto& m : cfg.models) infos.push_back(inspect_model(m, want_fast));
+
+  std::vector<DecodeBenchRow> rows;
+  for (size_t mi = 0; mi < cfg.models.size(); ++mi) {
+    const auto& model = cfg.models[mi];
+    const auto& info = infos[mi];
+    for (int64_t C : cfg.contexts) {
+      // Repetitions outermost, engines inside: both engines see the same machine load.
+      std::map<std::string, std::vector<DecodeMeasurement>> runs;
+      std::map<std::string, std::string> notes;
+      for (const auto& e : cfg.engines) {
+        if (info.limit >= 0 && C + cfg.gen > info.limit)
+          notes[e] = fmt::format("skipped: context {} + {} generated > max context {}", C, cfg.gen,
+                                 info.limit);
+        else if (e == "fast" && !info.fast_error.empty())
+          notes[e] = "skipped: " + info.fast_error;
+      }
+      for (int64_t r = 0; r < cfg.reps; ++r)
+        for (const auto& e : cfg.engines) {
+          if (notes.count(e)) continue;
+          if (progress)
+            progress(fmt::format("bench decode: {} {} context {} rep {}/{}", model, e, C, r + 1,
+                                 cfg.reps));
+          runs[e].push_back(measure_in_child(cfg, model, e, C));
+        }
+      std::map<std::string, double> tg_mean;
+      const size_t first = rows.size();
+      for (const auto& e : cfg.engines) {
+        for (const char* test : {"pp", "tg"}) {
+          DecodeBenchRow row;
+          row.model = model;
+          row.arch = info.arch;
+          row.engine = e;
+          row.test = test;
+          row.context = C;
+          row.tokens = row.test == "pp" ? C : cfg.gen;
+          if (notes.count(e)) {
+            row.note = notes[e];
+            rows.push_back(row);
+            continue;
+          }
+          const auto& ms = runs[e];
+          std::vector<double> tps, mspt;
+          double peak = 0;
+          for (const auto& m : ms) {
+            const double s = row.test == "pp" ? m.prefill_s : m.gen_s;
+            tps.push_back(static_cast<double>(row.tokens) / s);
+            mspt.push_back(1e3 * s / static_cast<double>(row.tokens));
+            peak = std::max(peak, static_cast<double>(m.peak_rss_kb) / 1024.0);
+          }
+          const auto st = stats_of(tps);
+          row.reps = static_cast<int64_t>(ms.size());
+          row.tokens_per_s = st.mean;
+          row.sd = st.sd;
+          row.ms_per_token = stats_of(mspt).mean;
+          row.peak_rss_mb = peak;
+          row.state_mb = static_cast<double>(ms.back().state_bytes) / (1024.0 * 1024.0);
+          if (row.test == "tg") tg_mean[e] = st.mean;
+          rows.push_back(row);
+        }
+      }
+      if (tg_mean.count("fast") && tg_mean.count("torch") && tg_mean["torch"] > 0)
+        for (size_t i = first; i < rows.size(); ++i)
+          if (rows[i].test == "tg") rows[i].fast_over_torch = tg_mean["fast"] / tg_mean["torch"];
+    }
+  }
+  return rows;
+}
+
+std::string machine_description() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, cpu;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 1);
+      cpu.erase(0, cpu.find_first_not_of(' '));
+      break;
+    }
+  std::string load;
+  std::ifstream la("/proc/loadavg");
+  la >> load;
+  return fmt::format("{}{} cores{}", cpu.empty() ? "" : cpu + ", ",
+                     std::max(1u, std::thread::hardware_concurrency()),
+                     load.empty() ? "" : ", load average " + load);
+}
+
+std::string format_decode_bench(const std::vector<DecodeBenchRow>& rows, const std::string& format,
+                                const DecodeBenchConfig& cfg) {
+  if (format == "json") {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& r : rows) {
+      nlohmann::json j = {{"model", r.model},     {"arch", r.arch}, {"engine", r.engine},
+                          {"context", r.context}, {"test", r.test}, {"tokens", r.tokens}};
+      if (r.note.empty()) {
+        j.update({{"tokens_per_s", r.tokens_per_s},
+                  {"sd", r.sd},
+                  {"ms_per_token", r.ms_per_token},
+                  {"peak_rss_mb", r.peak_rss_mb},
+                  {"state_mb", r.state_mb},
+                  {"reps", r.reps},
+                  {"threads", cfg.threads}});
+        if (r.fast_over_torch > 0) j["fast_over_torch"] = r.fast_over_torch;
+      } else {
+        j["note"] = r.note;
+      }
+      a.push_back(j);
+    }
+    return a.dump(1) + "\n";
+  }
+  if (format == "csv") {
+    std::string s =
+        "model,arch,engine,context,test,tokens,tokens_per_s,sd,ms_per_token,peak_rss_mb,state_mb,"
+        "reps,threads,fast_over_torch,note\n";
+    for (const auto& r : rows) {
+      const bool ok = r.note.empty();
+      s += fmt::format(
+          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model), csv_field(r.arch),
+          r.engine, r.context, r.test, r.tokens, ok ? fmt_num("{:.1f}", r.tokens_per_s) : "",
+          ok ? fmt_num("{:.1f}", r.sd) : "", ok ? fmt_num("{:.5f}", r.ms_per_token) : "",
+          ok ? fmt_num("{:.1f}", r.peak_rss_mb) : "", ok ? fmt_num("{:.5f}", r.state_mb) : "",
+          ok ? std::to_string(r.reps) : "", cfg.threads,
+          r.fast_over_torch > 0 ? fmt_num("{:.3f}", r.fast_over_torch) : "", csv_field(r.note));
+    }
+    return s;
+  }
+  SEQLAB_CHECK(format == "md", "--format must be md, csv or json, got '{}'", format);
+  std::string s = fmt::format(
+      "seqlab bench decode: {}; fast kernel {}, torch threads {}; pp = prefill of the context, "
+      "tg = {} greedy tokens after it; tokens/s mean ± sd over {} reps\n\n",
+      machine_description(), kernel_name(active_kernel()), cfg.threads, cfg.gen, cfg.reps);
+  s += "| model | arch | context | engine | pp tokens/s | tg tokens/s | tg ms/token | state MB | "
+       "peak RSS MB | tg fast/torch |\n";
+  s += "|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
+  // pp and tg rows come in pairs (same model, context, engine).
+  for (size_t i = 0; i + 1 < rows.size(); i += 2) {
+    const auto& pp = rows[i];
+    const auto& tg = rows[i + 1];
+    if (!pp.note.empty()) {
+      s += fmt::format("| {} | {} | {} | {} | {} | — | — | — | — | — |\n", pp.model, pp.arch,
+                       pp.context, pp.engine, pp.note);
+      continue;
+    }
+    s += fmt::format(
+        "| {} | {} | {} | {} | {:.0f} ± {:.0f} | {:.0f} ± {:.0f} | {:.3f} | {:.3g} | "
+        "{:.0f} | {} |\n",
+        pp.model, pp.arch, pp.context, pp.engine, pp.tokens_per_s, pp.sd, tg.tokens_per_s, tg.sd,
+        tg.ms_per_token, tg.state_mb, tg.peak_rss_mb,
+        tg.fast_over_torch > 0 && tg.engine == "fast" ? fmt::format("{:.2f}×", tg.fast_over_torch)
+                                                      : "");
+  }
+  return s;
+}
+
+}  // namespace seqlab::infer

@@ -1,0 +1,69 @@
+// `seqlab bench decode`: decoding speed and memory per model × engine × context, the two engines
+// measured side by side in one run (as llama.cpp's llama-bench separates them):
+//
+//   pp  prefill: consume the first C tokens of a seeded random token sequence, one at a time
+//       (both engines are recurrent: SeqModel::step for torch, FastModel::prefill for fast)
+//   tg  generation: then --gen more tokens, greedy, each sampled from the logits and consumed
+//
+// Every (model, engine, context, repetition) runs in a child process of its own (the seqlab
+// binary re-executed with the hidden `bench decode-run`), so its peak resident memory is read
+// from that child alone (wait4's ru_maxrss) and peaks do not accumulate across measurements.
+// The peak includes the LibTorch runtime and the model's LibTorch weights, which every child
+// loads; the decoder state each engine holds is reported beside it.
+// Model loading (and the fast engine's weight copy) is not timed.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace seqlab::infer {
+
+struct DecodeBenchConfig {
+  std::vector<std::string> models;  // model directories
+  std::vector<int64_t> contexts = {128, 1024, 4096, 16384};
+  int64_t gen = 64;
+  int64_t reps = 3;
+  std::vector<std::string> engines = {"fast", "torch"};
+  int64_t threads = 1;     // LibTorch intra-op threads (the fast decoder is single-threaded)
+  uint64_t seed = 0;       // of the random prompt tokens
+  std::string worker_exe;  // the seqlab binary, re-executed as `bench decode-run`
+  // Throws seqlab::Error naming the flag of a bad value.
+  void validate() const;
+};
+
+// One measurement, in this process.
+struct DecodeMeasurement {
+  double prefill_s = 0, gen_s = 0;
+  int64_t state_bytes = 0;  // the engine's decoder state after the run
+  int64_t peak_rss_kb = 0;  // filled in by the parent (ru_maxrss of the child)
+};
+
+// Loads the model (merging adapters), builds the engine and times prefill of `context` random
+// tokens (drawn from mix_seed(seed, i)) and `gen` greedy tokens after them.
+DecodeMeasurement measure_decode(const std::string& model_dir, const std::string& engine,
+                                 int64_t context, int64_t gen, uint64_t seed);
+
+// One output row: a (model, engine, context, test) cell over its repetitions.
+struct DecodeBenchRow {
+  std::string model, arch, engine, test;  // test: pp | tg
+  int64_t context = 0, tokens = 0, reps = 0;
+  double tokens_per_s = 0, sd = 0, ms_per_token = 0, peak_rss_mb = 0, state_mb = 0;
+  double fast_over_torch = 0;  // tg rows when both engines ran: fast tokens/s ÷ torch tokens/s
+  std::string note;            // set when the cell was skipped (nothing measured)
+};
+
+// Runs the grid (every measurement in a child process); progress(msg) is called before each.
+std::vector<DecodeBenchRow> run_decode_bench(
+    const DecodeBenchConfig& cfg, const std::function<void(const std::string&)>& progress);
+
+// md (one line per model × context × engine, pp and tg side by side, preceded by a line naming the
+// machine), csv (one line per row, header first) or json (an array of row objects).
+std::string format_decode_bench(const std::vector<DecodeBenchRow>& rows, const std::string& format,
+                                const DecodeBenchConfig& cfg);
+
+// "CPU model name, N cores" from /proc/cpuinfo (empty parts left out).
+std::string machine_description();
+
+}  // namespace seqlab::infer

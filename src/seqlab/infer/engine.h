@@ -1,0 +1,56 @@
+// Decoding engines behind one interface, so `seqlab generate` and `seqlab bench decode` run the
+// same loop (and the same sampler) on either:
+//
+//   fast   the hand-written decoder (infer/fast_model.h): fp32 loops, no LibTorch op per token
+//   torch  SeqModel::step, the LibTorch recurrent form, one token at a time (batch 1)
+//
+// Both consume tokens one at a time and give the next-token logits [V]; for the same model they
+// agree to rounding, so greedy decoding gives the same tokens on both.
+//
+// Saved states (fast engine only). A generation's state file is FastModel::save_state's file with
+// one more metadata entry, "pending_token": the last token of the text that the state has NOT
+// consumed yet. A state alone cannot give the next-token logits (they depend on the last token's
+// own embedding through the residual stream), so the last sampled token stays pending: a resumed
+// generation consumes it first, then any new prompt, and samples from there, exactly as the
+// uninterrupted one would have.
+#pragma once
+
+#include "seqlab/model/model.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace seqlab::infer {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  virtual int64_t pos() const = 0;  // tokens consumed so far (the next token's position)
+  // Consumes n >= 0 tokens; when logits is not null and n > 0 it gets the logits [V] after the
+  // last one.
+  virtual void prefill(const int64_t* tokens, int64_t n, float* logits) = 0;
+  // Consumes one token and writes the logits [V] after it.
+  virtual void step(int64_t token, float* logits) = 0;
+  // The state plus the pending (not yet consumed) token; see the header comment. The torch
+  // engine has none (seqlab::Error).
+  virtual void save_state(const std::string& path, int64_t pending) const;
+  // Replaces the state with the file's (an error if it belongs to another model); returns the
+  // pending token, or -1 when the file carries none.
+  virtual int64_t load_state(const std::string& path);
+  // Bytes of recurrent state (KV cache, S/z, h/c...) this engine holds for its sequence.
+  virtual int64_t state_bytes() const = 0;
+};
+
+// "fast" or "torch" for a causal lm-head model with no unmerged adapters; the model must outlive
+// the torch engine (the fast one copies the weights). The fast engine is an error for a mixer that
+// has no fast form yet.
+std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model);
+
+// The longest sequence (tokens consumed) the model handles: max_context with learned or
+// sinusoidal positions or a KV cache, else -1 (unbounded).
+int64_t max_sequence(SeqModelImpl& model);
+
+}  // namespace seqlab::infer

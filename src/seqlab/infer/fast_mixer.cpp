@@ -1,0 +1,38 @@
+#include "seqlab/infer/fast_mixer.h"
+
+#include "seqlab/core/error.h"
+
+#include <fmt/format.h>
+
+namespace seqlab::infer {
+
+std::vector<float> Weights::take(const std::string& name, const std::vector<int64_t>& shape) const {
+  auto it = t_.find(name);
+  SEQLAB_CHECK(it != t_.end(), "fast decoder: missing tensor '{}'", name);
+  const auto& t = it->second;
+  SEQLAB_CHECK(t.sizes().vec() == shape, "fast decoder: tensor '{}' is [{}], expected [{}]", name,
+               fmt::join(t.sizes().vec(), ","), fmt::join(shape, ","));
+  auto c = t.detach().to(torch::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+Dense::Dense(const Weights& wt, const std::string& name, int64_t out_, int64_t in_)
+    : out(out_), in(in_) {
+  w = wt.take(name + ".weight", {out, in});
+  if (wt.has(name + ".bias")) b = wt.take(name + ".bias", {out});
+}
+
+std::unique_ptr<FastMixer> make_fast_mixer(const MixerConfig& cfg, const Weights& w) {
+  SEQLAB_CHECK(cfg.causal, "fast decoder: a bidirectional mixer has no recurrent form");
+  if (cfg.arch == "softmax") return make_fast_softmax(cfg, w);
+  if (cfg.arch == "linear") return make_fast_linear(cfg, w);
+  if (cfg.arch == "elman") return make_fast_elman(cfg, w);
+  if (cfg.arch == "gru") return make_fast_gru(cfg, w);
+  if (cfg.arch == "lstm") return make_fast_lstm(cfg, w);
+  if (cfg.arch == "qrnn") return make_fast_qrnn(cfg, w);
+  if (cfg.arch == "s4d") return make_fast_s4d(cfg, w);
+  if (cfg.arch == "mamba") return make_fast_mamba(cfg, w);
+  fail("fast decoder: no fast form for mixer '{}'", cfg.arch);
+}
+
+}  // namespace seqlab::infer

@@ -1,0 +1,70 @@
+// The fast decoder's mixers: one token at a time over plain fp32 buffers, no LibTorch op and no
+// heap allocation per token. Each mixer copies the weights it needs when it is built and keeps its
+// recurrent state in a caller-owned float buffer of state_size() floats (so a whole model's state
+// is one contiguous buffer that can be saved, restored and cloned), using scratch_size() floats of
+// caller-owned scratch per step.
+//
+// The state layout is each mixer's own business, documented in its file; reset() writes the state
+// before the first token. Every mixer equals its LibTorch twin's step() (tests/test_fast_decoder.cpp
+// for the attention mixers, tests/test_fast_mixers.cpp for the recurrent ones).
+#pragma once
+
+#include "seqlab/core/safetensors.h"
+#include "seqlab/infer/kernels.h"
+#include "seqlab/mixers/mixer_config.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace seqlab::infer {
+
+// A mixer's parameters and buffers as fp32 copies, by their names inside the mixer ("q.weight",
+// "feature_map.w", "w_hh.bias", ...).
+class Weights {
+ public:
+  explicit Weights(const TensorMap& tensors) : t_(tensors) {}
+  // The named tensor's values, checked against the expected shape (seqlab::Error otherwise).
+  std::vector<float> take(const std::string& name, const std::vector<int64_t>& shape) const;
+  bool has(const std::string& name) const { return t_.count(name) != 0; }
+
+ private:
+  TensorMap t_;
+};
+
+// y = W x + b with owned weights.
+struct Dense {
+  std::vector<float> w, b;  // [out, in], [out] (b may be empty)
+  int64_t out = 0, in = 0;
+  Dense() = default;
+  // Reads "<name>.weight" [out,in] and, when present, "<name>.bias" [out].
+  Dense(const Weights& wt, const std::string& name, int64_t out, int64_t in);
+  void operator()(const float* x, float* y) const {
+    matvec(w.data(), b.empty() ? nullptr : b.data(), x, y, out, in);
+  }
+};
+
+class FastMixer {
+ public:
+  virtual ~FastMixer() = default;
+  virtual int64_t state_size() const = 0;    // floats of recurrent state per sequence
+  virtual int64_t scratch_size() const = 0;  // floats of scratch one step needs
+  virtual void reset(float* state) const = 0;
+  // One token: x [D] -> y [D] (x and y do not alias); advances state. pos is the token's index.
+  virtual void step(const float* x, float* y, float* state, float* scratch, int64_t pos) const = 0;
+};
+
+// Builds the fast twin of cfg's mixer from its weights; a mixer without one is a seqlab::Error.
+std::unique_ptr<FastMixer> make_fast_mixer(const MixerConfig& cfg, const Weights& w);
+
+// One factory per mixer file (infer/mixers/<name>.cpp).
+std::unique_ptr<FastMixer> make_fast_softmax(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_linear(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_elman(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_gru(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_lstm(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_qrnn(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_s4d(const MixerConfig& cfg, const Weights& w);
+std::unique_ptr<FastMixer> make_fast_mamba(const MixerConfig& cfg, const Weights& w);
+
+}  // namespace seqlab::infer

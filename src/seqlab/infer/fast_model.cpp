@@ -1,0 +1,146 @@
+#include "seqlab/infer/fast_model.h"
+
+#include "seqlab/core/error.h"
+#include "seqlab/core/safetensors.h"
+#include "seqlab/model/model_dir.h"
+
+#include <cmath>
+
+namespace seqlab::infer {
+
+namespace {
+
+std::vector<float> copy_of(const torch::Tensor& t) {
+  auto c = t.detach().to(torch::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+}  // namespace
+
+FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
+  SEQLAB_CHECK(cfg_.head == "lm", "fast decoder: only lm-head models generate (this one is '{}')",
+               cfg_.head);
+  SEQLAB_CHECK(!model.adapters, "fast decoder: merge the model's adapters first");
+  D_ = cfg_.mixer.d_model;
+  V_ = cfg_.vocab_size;
+  pos_ = model.uses_learned_positions() ? "learned"
+                                        : cfg_.resolved_pos(model.blocks->ptr<BlockImpl>(0)
+                                                                ->mixer->needs_positions());
+  auto all = model_tensors(model);
+  wte_ = copy_of(all.at("wte.weight"));
+  if (pos_ == "learned") wpe_ = copy_of(all.at("wpe.weight"));
+  lnf_w_ = copy_of(all.at("ln_f.weight"));
+  lnf_b_ = copy_of(all.at("ln_f.bias"));
+  if (!cfg_.tie_embeddings) head_ = copy_of(all.at("head.weight"));
+  int64_t scratch = 0, mlp = 0;
+  for (int64_t l = 0; l < cfg_.n_layer; ++l) {
+    const std::string p = "blocks." + std::to_string(l) + ".";
+    TensorMap mixer_t;
+    for (const auto& [k, v] : all)
+      if (k.rfind(p + "mixer.", 0) == 0) mixer_t[k.substr(p.size() + 6)] = v;
+    Block b;
+    b.ln1_w = copy_of(all.at(p + "ln1.weight"));
+    b.ln1_b = copy_of(all.at(p + "ln1.bias"));
+    b.ln2_w = copy_of(all.at(p + "ln2.weight"));
+    b.ln2_b = copy_of(all.at(p + "ln2.bias"));
+    MixerConfig mc = cfg_.mixer;
+    mc.init_seed = cfg_.mixer.init_seed + 1000003ULL * static_cast<uint64_t>(l);
+    b.mixer = make_fast_mixer(mc, Weights(mixer_t));
+    b.state_offset = state_size_;
+    state_size_ += b.mixer->state_size();
+    scratch = std::max(scratch, b.mixer->scratch_size());
+    if (cfg_.mlp_ratio > 0) {
+      TensorMap mlp_t;
+      for (const auto& [k, v] : all)
+        if (k.rfind(p + "mlp.", 0) == 0) mlp_t[k.substr(p.size() + 4)] = v;
+      const int64_t R = cfg_.mlp_ratio * D_;
+      Weights mw(mlp_t);
+      b.fc1 = Dense(mw, "fc1", R, D_);
+      b.fc2 = Dense(mw, "fc2", D_, R);
+      mlp = std::max(mlp, R);
+    }
+    blocks_.push_back(std::move(b));
+  }
+  x_.assign(D_, 0);
+  h_.assign(D_, 0);
+  y_.assign(D_, 0);
+  mlp_.assign(mlp, 0);
+  mix_scratch_.assign(scratch, 0);
+}
+
+DecoderState FastModel::init_state() const {
+  DecoderState s;
+  s.data.assign(state_size_, 0.0f);
+  for (const auto& b : blocks_) b.mixer->reset(s.data.data() + b.state_offset);
+  return s;
+}
+
+void FastModel::step(int64_t token, DecoderState& s, float* logits) {
+  SEQLAB_CHECK(token >= 0 && token < V_, "token {} is outside the vocabulary [0, {})", token, V_);
+  SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
+               "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
+  const int64_t p = s.pos;
+  SEQLAB_CHECK(pos_ == "none" || p < cfg_.mixer.max_len,
+               "sequence of {} tokens is longer than this model's max_len ({})", p + 1,
+               cfg_.mixer.max_len);
+  float* x = x_.data();
+  std::copy(wte_.begin() + token * D_, wte_.begin() + (token + 1) * D_, x);
+  if (pos_ == "learned") {
+    axpy(1.0f, wpe_.data() + p * D_, x, D_);
+  } else if (pos_ == "sinusoidal") {
+    // sinusoidal_positions(): sin on even dims, cos on odd, frequency 10000^(-i/D), i even.
+    for (int64_t i = 0; i < D_; i += 2) {
+      const double a = static_cast<double>(p) * std::exp(i * (-std::log(10000.0) / D_));
+      x[i] += static_cast<float>(std::sin(a));
+      if (i + 1 < D_) x[i + 1] += static_cast<float>(std::cos(a));
+    }
+  }
+  for (auto& b : blocks_) {
+    layer_norm(x, b.ln1_w.data(), b.ln1_b.data(), h_.data(), D_);
+    b.mixer->step(h_.data(), y_.data(), s.data.data() + b.state_offset, mix_scratch_.data(), p);
+    axpy(1.0f, y_.data(), x, D_);
+    if (b.fc1.out == 0) continue;
+    layer_norm(x, b.ln2_w.data(), b.ln2_b.data(), h_.data(), D_);
+    b.fc1(h_.data(), mlp_.data());
+    if (cfg_.activation == "gelu_tanh")
+      gelu_tanh(mlp_.data(), b.fc1.out);
+    else
+      gelu(mlp_.data(), b.fc1.out);
+    b.fc2(mlp_.data(), y_.data());
+    axpy(1.0f, y_.data(), x, D_);
+  }
+  s.pos = p + 1;
+  if (!logits) return;
+  layer_norm(x, lnf_w_.data(), lnf_b_.data(), h_.data(), D_);
+  matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
+}
+
+void FastModel::prefill(const int64_t* tokens, int64_t n, DecoderState& s, float* logits) {
+  for (int64_t i = 0; i < n; ++i) step(tokens[i], s, i + 1 == n ? logits : nullptr);
+}
+
+void FastModel::save_state(const std::string& path, const DecoderState& s) const {
+  TensorMap t;
+  t["state"] = torch::from_blob(const_cast<float*>(s.data.data()),
+                                {static_cast<int64_t>(s.data.size())}, torch::kFloat)
+                   .clone();
+  t["pos"] = torch::tensor({s.pos}, torch::kLong);
+  save_safetensors(path, t,
+                   {{"format", "seqlab-decoder-state"}, {"model", cfg_.to_json().dump()}});
+}
+
+DecoderState FastModel::load_state(const std::string& path) const {
+  auto f = load_safetensors(path);
+  SEQLAB_CHECK(f.metadata.count("format") && f.metadata.at("format") == "seqlab-decoder-state",
+               "{}: not a seqlab decoder state", path);
+  SEQLAB_CHECK(f.metadata.count("model") && f.metadata.at("model") == cfg_.to_json().dump(),
+               "{}: the state belongs to a different model", path);
+  check_tensor_set(f.tensors, {{"state", {state_size_}}, {"pos", {1}}}, path);
+  DecoderState s;
+  s.data = copy_of(f.tensors.at("state"));
+  s.pos = f.tensors.at("pos").item<int64_t>();
+  SEQLAB_CHECK(s.pos >= 0, "{}: negative position", path);
+  return s;
+}
+
+}  // namespace seqlab::infer

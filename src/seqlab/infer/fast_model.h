@@ -1,0 +1,61 @@
+// The fast decoder: a causal LM from a model directory, run one token at a time over plain fp32
+// buffers (infer/kernels.h, infer/fast_mixer.h), with no LibTorch op and no heap allocation in
+// the token loop. The whole recurrent state (every layer's S/z, h/c or KV cache, and the
+// position) lives in one DecoderState that can be copied to branch a generation, and saved to a
+// file and loaded to resume one (a resumed generation equals an uninterrupted one).
+//
+// Equals SeqModel::step (and forward) at every position: tests/test_fast_decoder.cpp.
+#pragma once
+
+#include "seqlab/infer/fast_mixer.h"
+#include "seqlab/model/model.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace seqlab::infer {
+
+struct DecoderState {
+  std::vector<float> data;  // every layer's state, one after another
+  int64_t pos = 0;          // tokens consumed
+};
+
+class FastModel {
+ public:
+  // Copies the weights of an lm-head model (adapters must be merged first).
+  explicit FastModel(SeqModelImpl& model);
+
+  const ModelConfig& config() const { return cfg_; }
+  int64_t vocab_size() const { return V_; }
+  int64_t state_size() const { return state_size_; }
+
+  DecoderState init_state() const;
+  // Consumes one token; writes the next-token logits [V]. Not thread-safe (shared scratch): one
+  // FastModel per thread.
+  void step(int64_t token, DecoderState& s, float* logits);
+  // Consumes n prompt tokens; logits (if not null) get those after the last one.
+  void prefill(const int64_t* tokens, int64_t n, DecoderState& s, float* logits);
+
+  // The state as a file (safetensors: "state" fp32, "pos" int64, metadata naming the model
+  // config); load checks that it belongs to this model.
+  void save_state(const std::string& path, const DecoderState& s) const;
+  DecoderState load_state(const std::string& path) const;
+
+ private:
+  struct Block {
+    std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
+    std::unique_ptr<FastMixer> mixer;
+    int64_t state_offset = 0;
+    Dense fc1, fc2;  // empty when the block has no MLP
+  };
+  ModelConfig cfg_;
+  std::string pos_;  // learned | sinusoidal | none
+  int64_t D_ = 0, V_ = 0, state_size_ = 0;
+  std::vector<float> wte_, wpe_, lnf_w_, lnf_b_, head_;  // head_ empty when tied
+  std::vector<Block> blocks_;
+  // Scratch for one token: residual x, normed h, mixer output y, MLP hidden, mixer scratch.
+  std::vector<float> x_, h_, y_, mlp_, mix_scratch_;
+};
+
+}  // namespace seqlab::infer

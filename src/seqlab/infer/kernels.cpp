@@ -1,0 +1,270 @@
+#include "seqlab/infer/kernels.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+
+namespace seqlab::infer {
+
+namespace {
+
+void matvec_scalar(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+                   int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* w = W + r * cols;
+    float s = 0;
+    for (int64_t c = 0; c < cols; ++c) s += w[c] * x[c];
+    y[r] = s + (bias ? bias[r] : 0.0f);
+  }
+}
+
+__attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_hadd_ps(lo, lo);
+  lo = _mm_hadd_ps(lo, lo);
+  return _mm_cvtss_f32(lo);
+}
+
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c + 8), _mm256_loadu_ps(b + c + 8), s1);
+  }
+  for (; c + 8 <= n; c += 8)
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + c), _mm256_loadu_ps(b + c), s0);
+  float s = hsum256(_mm256_add_ps(s0, s1));
+  for (; c < n; ++c) s += a[c] * b[c];
+  return s;
+}
+
+// Four rows at a time: x is loaded once per 8 columns for four weight rows.
+__attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float* bias,
+                                                     const float* x, float* y, int64_t rows,
+                                                     int64_t cols) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float *w0 = W + r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
+           a3 = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + c);
+      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + c), xv, a0);
+      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + c), xv, a1);
+      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + c), xv, a2);
+      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + c), xv, a3);
+    }
+    float s0 = hsum256(a0), s1 = hsum256(a1), s2 = hsum256(a2), s3 = hsum256(a3);
+    for (; c < cols; ++c) {
+      s0 += w0[c] * x[c];
+      s1 += w1[c] * x[c];
+      s2 += w2[c] * x[c];
+      s3 += w3[c] * x[c];
+    }
+    y[r] = s0 + (bias ? bias[r] : 0.0f);
+    y[r + 1] = s1 + (bias ? bias[r + 1] : 0.0f);
+    y[r + 2] = s2 + (bias ? bias[r + 2] : 0.0f);
+    y[r + 3] = s3 + (bias ? bias[r + 3] : 0.0f);
+  }
+  for (; r < rows; ++r) y[r] = dot_avx2(W + r * cols, x, cols) + (bias ? bias[r] : 0.0f);
+}
+
+__attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y,
+                                                   int64_t n) {
+  const __m256 av = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+// exp(x) for 8 lanes: x = n ln2 + r with |r| <= ln2 / 2, e^r by its degree-6 Taylor polynomial
+// (relative error < 2e-7 on that interval), 2^n through the exponent bits. Inputs are clamped to
+// [-87.3, 88.7], the fp32 range; below it the result is ~1e-38 instead of a denormal or 0.
+__attribute__((target("avx2,fma"))) __m256 exp256(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.7f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // r = x - n ln2, with ln2 split in two for accuracy (Cody-Waite).
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.428606765330187e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+// In-place softmax over n values, 8 lanes at a time.
+__attribute__((target("avx2,fma"))) void softmax_avx2(float* x, int64_t n) {
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  const __m256 mv = _mm256_set1_ps(mx);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv));
+    _mm256_storeu_ps(x + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  double s = hsum256(acc);
+  for (; i < n; ++i) s += (x[i] = std::exp(x[i] - mx));
+  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / s));
+  i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  for (; i < n; ++i) x[i] *= static_cast<float>(1.0 / s);
+}
+
+// y[c] = sum_r p[r] M[r, c]: 8 columns at a time, the rows streamed once per column block.
+__attribute__((target("avx2,fma"))) void vecmat_avx2(const float* M, const float* p, float* y,
+                                                     int64_t rows, int64_t cols) {
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r) {
+      const __m256 pv = _mm256_set1_ps(p[r]);
+      a0 = _mm256_fmadd_ps(pv, _mm256_loadu_ps(M + r * cols + c), a0);
+      a1 = _mm256_fmadd_ps(pv, _mm256_loadu_ps(M + r * cols + c + 8), a1);
+    }
+    _mm256_storeu_ps(y + c, a0);
+    _mm256_storeu_ps(y + c + 8, a1);
+  }
+  for (; c + 8 <= cols; c += 8) {
+    __m256 a0 = _mm256_setzero_ps();
+    for (int64_t r = 0; r < rows; ++r)
+      a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[r]), _mm256_loadu_ps(M + r * cols + c), a0);
+    _mm256_storeu_ps(y + c, a0);
+  }
+  for (; c < cols; ++c) {
+    float s = 0;
+    for (int64_t r = 0; r < rows; ++r) s += p[r] * M[r * cols + c];
+    y[c] = s;
+  }
+}
+
+std::atomic<Kernel> g_kernel{Kernel::automatic};
+
+Kernel resolve(Kernel k) {
+  if (k == Kernel::automatic) return cpu_has_avx2_fma() ? Kernel::avx2 : Kernel::scalar;
+  if (k == Kernel::avx2 && !cpu_has_avx2_fma()) return Kernel::scalar;
+  return k;
+}
+
+}  // namespace
+
+bool cpu_has_avx2_fma() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+
+Kernel set_kernel(Kernel k) {
+  g_kernel = resolve(k);
+  return g_kernel;
+}
+
+Kernel active_kernel() {
+  Kernel k = g_kernel;
+  if (k == Kernel::automatic) k = set_kernel(Kernel::automatic);
+  return k;
+}
+
+const char* kernel_name(Kernel k) {
+  switch (resolve(k)) {
+    case Kernel::avx2: return "avx2+fma";
+    case Kernel::scalar: return "scalar";
+    default: return "automatic";
+  }
+}
+
+void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+            int64_t cols) {
+  if (active_kernel() == Kernel::avx2)
+    matvec_avx2(W, bias, x, y, rows, cols);
+  else
+    matvec_scalar(W, bias, x, y, rows, cols);
+}
+
+void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,
+                 int64_t rows, int64_t cols) {
+  // Blocks of 8 input rows: each block reuses the weights while they are in cache.
+  constexpr int64_t kRowBlock = 8, kOutBlock = 64;
+  for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+    const int64_t i1 = std::min(n, i0 + kRowBlock);
+    for (int64_t r0 = 0; r0 < rows; r0 += kOutBlock) {
+      const int64_t nr = std::min(rows, r0 + kOutBlock) - r0;
+      for (int64_t i = i0; i < i1; ++i)
+        matvec(W + r0 * cols, bias ? bias + r0 : nullptr, X + i * cols, Y + i * rows + r0, nr,
+               cols);
+    }
+  }
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  if (active_kernel() == Kernel::avx2) return dot_avx2(a, b, n);
+  float s = 0;
+  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+void axpy(float a, const float* x, float* y, int64_t n) {
+  if (active_kernel() == Kernel::avx2) {
+    axpy_avx2(a, x, y, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void vecmat(const float* M, const float* p, float* y, int64_t rows, int64_t cols) {
+  if (active_kernel() == Kernel::avx2) {
+    vecmat_avx2(M, p, y, rows, cols);
+    return;
+  }
+  std::fill(y, y + cols, 0.0f);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) y[c] += p[r] * M[r * cols + c];
+}
+
+void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n) {
+  double mean = 0, var = 0;
+  for (int64_t i = 0; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
+  var /= static_cast<double>(n);
+  const float inv = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
+  const float m = static_cast<float>(mean);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * inv * gamma[i] + beta[i];
+}
+
+void gelu(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+void gelu_tanh(float* x, int64_t n) {
+  constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + std::tanh(k * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+
+void softmax(float* x, int64_t n) {
+  if (active_kernel() == Kernel::avx2) {
+    softmax_avx2(x, n);
+    return;
+  }
+  float mx = x[0];
+  for (int64_t i = 1; i < n; ++i) mx = std::max(mx, x[i]);
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += (x[i] = std::exp(x[i] - mx));
+  const float inv = static_cast<float>(1.0 / s);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace seqlab::infer

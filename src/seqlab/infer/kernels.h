@@ -1,0 +1,40 @@
+// The fast decoder's arithmetic: plain fp32 loops over contiguous buffers, no LibTorch, no heap.
+//
+// Matrix-vector products have two implementations, chosen once at run time: AVX2 + FMA (8 floats
+// per instruction, four accumulators) on CPUs that have it, and a portable scalar twin that any
+// compiler vectorises as it can. set_kernel() forces one (the tests compare them).
+#pragma once
+
+#include <cstdint>
+
+namespace seqlab::infer {
+
+enum class Kernel { automatic, scalar, avx2 };
+
+// Forces the implementation (automatic = AVX2 + FMA when the CPU has it). Returns the one in use.
+Kernel set_kernel(Kernel k);
+Kernel active_kernel();
+bool cpu_has_avx2_fma();
+const char* kernel_name(Kernel k);
+
+// y[r] = bias[r] + sum_c W[r, c] x[c]; W row-major [rows, cols]; bias may be null.
+void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+            int64_t cols);
+// Y[i, r] = bias[r] + sum_c W[r, c] X[i, c] for n rows of X [n, cols] -> Y [n, rows]
+// (prefill: each weight row is read once per block of rows).
+void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,
+                 int64_t rows, int64_t cols);
+float dot(const float* a, const float* b, int64_t n);
+// y[c] = sum_r p[r] M[r, c]; M row-major [rows, cols] (attention: weights times values).
+void vecmat(const float* M, const float* p, float* y, int64_t rows, int64_t cols);
+// y += a * x
+void axpy(float a, const float* x, float* y, int64_t n);
+
+// LayerNorm over n values (eps 1e-5, as torch::nn::LayerNorm's default).
+void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n);
+void gelu(float* x, int64_t n);       // exact (erf)
+void gelu_tanh(float* x, int64_t n);  // tanh approximation (GPT-2's gelu_new)
+// In-place softmax over n values.
+void softmax(float* x, int64_t n);
+
+}  // namespace seqlab::infer

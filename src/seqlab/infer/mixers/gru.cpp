@@ -1,0 +1,55 @@
+// Fast GRU (mixers/gru.h has the maths, in torch.nn.GRU's convention): gates r|z|n stacked in that
+// order in w_ih and w_hh, and the reset gate multiplies the hidden-side candidate after its bias:
+//   n = tanh(xi_n + r * (W_hn h + b_hn)),   h' = (1 - z) n + z h = n + z (h - n),   y = o(h').
+// State: h [D] (GRUState's h for one sequence).
+#include "seqlab/infer/fast_mixer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace seqlab::infer {
+
+namespace {
+
+float sigmoid(float v) {
+  return 1.0f / (1.0f + std::exp(-v));
+}
+
+class FastGRU : public FastMixer {
+ public:
+  FastGRU(const MixerConfig& cfg, const Weights& w)
+      : D_(cfg.d_model),
+        w_ih_(w, "w_ih", 3 * D_, D_),
+        w_hh_(w, "w_hh", 3 * D_, D_),
+        o_(w, "o", D_, D_) {}
+  int64_t state_size() const override { return D_; }
+  // Input side xi [3D] and hidden side hh [3D], rows r|z|n.
+  int64_t scratch_size() const override { return 6 * D_; }
+  void reset(float* state) const override { std::fill(state, state + D_, 0.0f); }
+
+  void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
+    float* h = state;
+    float *xi = scratch, *hh = scratch + 3 * D_;
+    w_ih_(x, xi);  // [3D]
+    w_hh_(h, hh);  // [3D]
+    for (int64_t d = 0; d < D_; ++d) {
+      const float r = sigmoid(xi[d] + hh[d]);
+      const float z = sigmoid(xi[D_ + d] + hh[D_ + d]);
+      const float n = std::tanh(xi[2 * D_ + d] + r * hh[2 * D_ + d]);
+      h[d] = n + z * (h[d] - n);
+    }
+    o_(h, y);
+  }
+
+ private:
+  int64_t D_;
+  Dense w_ih_, w_hh_, o_;
+};
+
+}  // namespace
+
+std::unique_ptr<FastMixer> make_fast_gru(const MixerConfig& cfg, const Weights& w) {
+  return std::make_unique<FastGRU>(cfg, w);
+}
+
+}  // namespace seqlab::infer

@@ -1,0 +1,88 @@
+// seqlab bench decode as a user runs it, on two tiny language models (softmax and T2R, trained a
+// couple of steps here: speed does not depend on what they learned): every (model, engine,
+// context, test) row in every format, and a context beyond the max context skipped with a note.
+#include "cli_testing.h"
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+using namespace seqlab::testing;
+
+namespace {
+
+std::string corpus() {
+  const auto p = cli_tmp("corpus.txt");
+  std::ofstream out(p);
+  for (int i = 0; i < 200; ++i) out << i << " the cat sat on the mat\n";
+  return p;
+}
+
+std::string lm_model(const std::string& arch, const std::string& text) {
+  const auto d = cli_tmp("lm_" + arch);
+  auto r = run_seqlab("train --task lm --corpus " + text + " --tokenizer byte --arch " + arch +
+                      " --d-model 16 --n-head 2 --n-layer 1 --min-len 16 --max-len 16 "
+                      "--max-context 96 --steps 2 --batch 2 --eval-size 2 --threads 1 -q --out " +
+                      d);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return d;
+}
+
+}  // namespace
+
+TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
+  const auto text = corpus();
+  const auto sm = lm_model("softmax", text), t2r = lm_model("t2r", text);
+  const std::string grid = "bench decode --model " + sm + "," + t2r +
+                           " --contexts 8,200 --gen 4 --engines fast,torch -q ";
+  auto r = run_seqlab(grid + "--reps 2 --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u * 2 * 2 * 2);  // models × contexts × engines × {pp, tg}
+  int measured = 0;
+  for (const auto& row : rows) {
+    for (const char* key : {"model", "arch", "engine", "context", "test", "tokens"})
+      EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
+    if (row["context"] == 200) {
+      EXPECT_NE(row.value("note", "").find("max context 96"), std::string::npos) << row.dump();
+      continue;
+    }
+    ++measured;
+    for (const char* key : {"tokens_per_s", "ms_per_token", "peak_rss_mb", "reps", "sd"})
+      EXPECT_TRUE(row.contains(key)) << key << " in " << row.dump();
+    EXPECT_GT(row["tokens_per_s"].get<double>(), 0) << row.dump();
+    EXPECT_GT(row["peak_rss_mb"].get<double>(), 1) << row.dump();
+    EXPECT_GE(row["sd"].get<double>(), 0) << row.dump();
+    EXPECT_EQ(row["reps"], 2);
+    if (row["test"] == "tg") {
+      EXPECT_GT(row["fast_over_torch"].get<double>(), 0) << row.dump();
+    }
+  }
+  EXPECT_EQ(measured, 8);
+
+  r = run_seqlab(grid + "--reps 1 --format csv");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::istringstream csv(r.out);
+  std::string line;
+  std::getline(csv, line);
+  EXPECT_EQ(line.rfind("model,arch,engine,context,test,", 0), 0u) << line;
+  int lines = 0;
+  while (std::getline(csv, line)) {
+    ++lines;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 14) << line;
+  }
+  EXPECT_EQ(lines, 16);
+
+  r = run_seqlab(grid + "--reps 1 --format md");
+  ASSERT_EQ(r.code, 0) << r.err;
+  int table_rows = 0;
+  std::istringstream md(r.out);
+  while (std::getline(md, line))
+    if (line.rfind("| " + sm, 0) == 0 || line.rfind("| " + t2r, 0) == 0) ++table_rows;
+  EXPECT_EQ(table_rows, 8) << r.out;  // models × contexts × engines
+  EXPECT_NE(r.out.find("skipped: context 200"), std::string::npos) << r.out;
+
+  expect_cli_error("bench decode --model " + sm + " --format xml", "--format");
+  expect_cli_error("bench decode --model " + sm + " --engines fast,jax", "jax");
+}

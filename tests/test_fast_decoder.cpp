@@ -1,0 +1,186 @@
+// The fast decoder against LibTorch: every attention mixer and feature map, the whole model at
+// every position, the scalar kernels against the AVX2 ones, and the decoder state (branching,
+// saving, resuming).
+#include "seqlab/infer/fast_model.h"
+#include "seqlab/infer/kernels.h"
+#include "seqlab/model/model.h"
+
+#include "mixer_testing.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+using namespace seqlab;
+using namespace seqlab::testing;
+using seqlab::infer::DecoderState;
+using seqlab::infer::FastModel;
+using seqlab::infer::Kernel;
+
+namespace {
+
+ModelConfig lm_config(const std::string& arch, const std::string& pos = "auto") {
+  ModelConfig c;
+  c.mixer = small_config(arch);
+  c.mixer.d_model = 32;
+  c.mixer.n_head = 4;
+  c.mixer.d_feature = 6;
+  c.mixer.max_len = 24;
+  c.n_layer = 2;
+  c.mlp_ratio = 2;
+  c.vocab_size = 29;
+  c.pos = pos;
+  c.validate();
+  return c;
+}
+
+// Max |a - b| / max |b| over the logits of every position.
+double rel_error(const torch::Tensor& got, const torch::Tensor& want) {
+  return (got - want).abs().max().item<double>() / want.abs().max().item<double>();
+}
+
+// Runs the fast decoder over tokens [T]; returns logits [T,V].
+torch::Tensor fast_logits(FastModel& fm, const torch::Tensor& tokens, DecoderState& s) {
+  const int64_t T = tokens.size(0), V = fm.vocab_size();
+  auto out = torch::empty({T, V});
+  for (int64_t t = 0; t < T; ++t)
+    fm.step(tokens[t].item<int64_t>(), s, out[t].data_ptr<float>());
+  return out;
+}
+
+class FastAttention : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(FastAttention, EqualsTheLibTorchModelAtEveryPosition) {
+  for (const char* pos : {"auto", "sinusoidal"}) {
+    SCOPED_TRACE(pos);
+    torch::manual_seed(3);
+    SeqModelImpl m(lm_config(GetParam(), pos));
+    {
+      // Larger weights than the default init, so that attention is far from uniform.
+      torch::NoGradGuard ng;
+      for (auto& p : m.named_parameters())
+        if (p.key().find("mixer.q.") != std::string::npos ||
+            p.key().find("mixer.k.") != std::string::npos)
+          p.value().mul_(3.0);
+    }
+    m.eval();
+    torch::NoGradGuard ng;
+    auto tokens = torch::randint(0, 29, {1, 20}, torch::kLong);
+    auto want = m.forward(tokens).squeeze(0);  // [T,V]
+    for (Kernel k : {Kernel::scalar, Kernel::avx2}) {
+      infer::set_kernel(k);
+      FastModel fm(m);
+      auto s = fm.init_state();
+      auto got = fast_logits(fm, tokens.squeeze(0), s);
+      EXPECT_LE(rel_error(got, want), 1e-4) << infer::kernel_name(k);
+      EXPECT_EQ(s.pos, 20);
+    }
+    infer::set_kernel(Kernel::automatic);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllMaps, FastAttention,
+                         ::testing::Values("softmax", "elu1", "relu", "rfa", "performer", "t2r",
+                                           "hedgehog"));
+
+TEST(FastDecoder, ScalarAndAvx2KernelsAgree) {
+  if (!infer::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  torch::manual_seed(1);
+  for (int64_t cols : {1, 7, 8, 33, 64, 130})
+    for (int64_t rows : {1, 3, 4, 9}) {
+      auto W = torch::randn({rows, cols}), x = torch::randn({cols}), b = torch::randn({rows});
+      auto ys = torch::empty({rows}), ya = torch::empty({rows});
+      infer::set_kernel(Kernel::scalar);
+      infer::matvec(W.data_ptr<float>(), b.data_ptr<float>(), x.data_ptr<float>(),
+                    ys.data_ptr<float>(), rows, cols);
+      infer::set_kernel(Kernel::avx2);
+      infer::matvec(W.data_ptr<float>(), b.data_ptr<float>(), x.data_ptr<float>(),
+                    ya.data_ptr<float>(), rows, cols);
+      auto ref = torch::mv(W, x) + b;
+      EXPECT_TRUE(all_close(ys, ref, 1e-4, "scalar"));
+      EXPECT_TRUE(all_close(ya, ref, 1e-4, "avx2"));
+      // vecmat: p^T M
+      auto pr = torch::randn({rows}), vs = torch::empty({cols}), va = torch::empty({cols});
+      infer::set_kernel(Kernel::scalar);
+      infer::vecmat(W.data_ptr<float>(), pr.data_ptr<float>(), vs.data_ptr<float>(), rows, cols);
+      infer::set_kernel(Kernel::avx2);
+      infer::vecmat(W.data_ptr<float>(), pr.data_ptr<float>(), va.data_ptr<float>(), rows, cols);
+      EXPECT_TRUE(all_close(vs, torch::mv(W.t(), pr), 1e-4, "vecmat scalar"));
+      EXPECT_TRUE(all_close(va, torch::mv(W.t(), pr), 1e-4, "vecmat avx2"));
+      // matmul_rows is matvec per row
+      auto X = torch::randn({5, cols}), Y = torch::empty({5, rows});
+      infer::matmul_rows(W.data_ptr<float>(), nullptr, X.data_ptr<float>(), Y.data_ptr<float>(),
+                         5, rows, cols);
+      EXPECT_TRUE(all_close(Y, torch::matmul(X, W.t()), 1e-4, "matmul_rows"));
+    }
+  infer::set_kernel(Kernel::automatic);
+}
+
+TEST(FastDecoder, VectorisedSoftmaxMatchesTheScalarOne) {
+  torch::manual_seed(2);
+  for (int64_t n : {1, 5, 8, 13, 64, 1000}) {
+    for (double scale : {1.0, 10.0, 60.0}) {
+      auto x = torch::randn({n}) * scale;
+      auto a = x.clone(), b = x.clone();
+      infer::set_kernel(Kernel::scalar);
+      infer::softmax(a.data_ptr<float>(), n);
+      infer::set_kernel(Kernel::avx2);
+      infer::softmax(b.data_ptr<float>(), n);
+      auto ref = torch::softmax(x.to(torch::kDouble), 0);
+      EXPECT_LE((a - ref).abs().max().item<double>(), 1e-6 * ref.max().item<double>() + 1e-30);
+      EXPECT_LE((b - ref).abs().max().item<double>(), 1e-6 * ref.max().item<double>() + 1e-30)
+          << "n " << n << " scale " << scale;
+    }
+  }
+  infer::set_kernel(Kernel::automatic);
+}
+
+TEST(FastDecoder, BranchSaveAndResumeEqualAnUninterruptedRun) {
+  torch::manual_seed(4);
+  SeqModelImpl m(lm_config("hedgehog"));
+  m.eval();
+  FastModel fm(m);
+  auto tokens = torch::randint(0, 29, {16}, torch::kLong);
+  auto s = fm.init_state();
+  auto whole = fast_logits(fm, tokens, s);
+  // First half, then a copy (branch) and a file round trip, then the second half on each.
+  auto a = fm.init_state();
+  fast_logits(fm, tokens.narrow(0, 0, 7), a);
+  DecoderState branch = a;
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("seqlab_state." + std::to_string(getpid()) + ".safetensors"))
+                        .string();
+  fm.save_state(path, a);
+  auto loaded = fm.load_state(path);
+  EXPECT_EQ(loaded.pos, 7);
+  auto rest = tokens.narrow(0, 7, 9);
+  auto from_a = fast_logits(fm, rest, a);
+  auto from_branch = fast_logits(fm, rest, branch);
+  auto from_file = fast_logits(fm, rest, loaded);
+  EXPECT_TRUE(torch::equal(from_a, whole.narrow(0, 7, 9)));
+  EXPECT_TRUE(torch::equal(from_branch, from_a));
+  EXPECT_TRUE(torch::equal(from_file, from_a));
+  // A state of another model is refused.
+  SeqModelImpl other(lm_config("t2r"));
+  FastModel fo(other);
+  EXPECT_THROW(fo.load_state(path), Error);
+  std::filesystem::remove(path);
+}
+
+TEST(FastDecoder, RefusesWhatItCannotRun) {
+  torch::manual_seed(5);
+  auto c = lm_config("softmax");
+  c.head = "classify";
+  c.n_classes = 3;
+  SeqModelImpl cls(c);
+  EXPECT_THROW(FastModel{cls}, Error);
+  SeqModelImpl m(lm_config("softmax"));
+  FastModel fm(m);
+  auto s = fm.init_state();
+  std::vector<float> logits(29);
+  EXPECT_THROW(fm.step(29, s, logits.data()), Error);  // outside the vocabulary
+  for (int64_t t = 0; t < 24; ++t) fm.step(1, s, logits.data());
+  EXPECT_THROW(fm.step(1, s, logits.data()), Error);  // past max_len (learned positions)
+}

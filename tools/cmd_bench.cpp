@@ -1,0 +1,101 @@
+// seqlab bench decode: prefill and generation speed and peak memory of the fast decoder and of
+// SeqModel::step, side by side (src/seqlab/infer/bench.h).
+#include "commands.h"
+
+#include "seqlab/core/error.h"
+#include "seqlab/infer/bench.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+namespace seqlab::cli {
+
+namespace {
+
+struct BenchDecodeArgs {
+  infer::DecodeBenchConfig cfg;
+  std::string format = "md";
+  bool quiet = false;
+};
+
+struct DecodeRunArgs {
+  std::string model, engine;
+  int64_t context = 0, gen = 0;
+  uint64_t seed = 0;
+  Common common;
+};
+
+int run_bench_decode(BenchDecodeArgs& a) {
+  if (a.quiet) log_level() = 0;
+  warn_if_reference_blas();
+  SEQLAB_CHECK(a.format == "md" || a.format == "csv" || a.format == "json",
+               "--format must be md, csv or json, got '{}'", a.format);
+  a.cfg.validate();
+  a.cfg.worker_exe = std::filesystem::read_symlink("/proc/self/exe").string();
+  log_info("bench decode on {}", infer::machine_description());
+  auto rows = infer::run_decode_bench(a.cfg, [](const std::string& m) { log_info("{}", m); });
+  std::cout << infer::format_decode_bench(rows, a.format, a.cfg) << std::flush;
+  return 0;
+}
+
+int run_decode_worker(DecodeRunArgs& a) {
+  a.common.apply();
+  auto m = infer::measure_decode(a.model, a.engine, a.context, a.gen, a.seed);
+  std::cout << nlohmann::json{{"prefill_s", m.prefill_s},
+                              {"gen_s", m.gen_s},
+                              {"state_bytes", m.state_bytes}}
+                   .dump()
+            << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_commands(CLI::App& app, Actions& actions) {
+  auto* bench = app.add_subcommand("bench", "benchmarks: `seqlab bench decode`");
+  bench->require_subcommand(1);
+
+  auto ba = std::make_shared<BenchDecodeArgs>();
+  auto* dec = bench->add_subcommand(
+      "decode",
+      "prefill and generation tokens/s and peak memory per model × engine × context, each "
+      "measurement in a child process; both engines side by side");
+  dec->add_option("--model", ba->cfg.models, "model directories, comma-separated")
+      ->required()
+      ->delimiter(',');
+  dec->add_option("--contexts", ba->cfg.contexts,
+                  "context lengths (prefill tokens), comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  dec->add_option("--gen", ba->cfg.gen, "greedy tokens generated after the context")
+      ->capture_default_str();
+  dec->add_option("--reps", ba->cfg.reps, "repetitions (mean ± sd)")->capture_default_str();
+  dec->add_option("--engines", ba->cfg.engines, "fast, torch or both, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  dec->add_option("-o,--format", ba->format, "md, csv or json")->capture_default_str();
+  dec->add_option("--threads", ba->cfg.threads,
+                  "LibTorch threads of the torch engine (the fast decoder uses one)")
+      ->capture_default_str();
+  dec->add_option("--seed", ba->cfg.seed, "seed of the random context tokens")
+      ->capture_default_str();
+  dec->add_flag("-q,--quiet", ba->quiet, "no progress lines on stderr");
+  actions.push_back({dec, [ba] { return run_bench_decode(*ba); }});
+
+  // decode-run: one measurement in a child process (started by `bench decode`).
+  auto ra = std::make_shared<DecodeRunArgs>();
+  auto* run = bench->add_subcommand("decode-run", "")->group("");  // hidden from --help
+  run->add_option("--model", ra->model)->required();
+  run->add_option("--engine", ra->engine)->required();
+  run->add_option("--context", ra->context)->required();
+  run->add_option("--gen", ra->gen)->required();
+  run->add_option("--seed", ra->seed);
+  ra->common.add(run);
+  actions.push_back({run, [ra] { return run_decode_worker(*ra); }});
+}
+
+}  // namespace seqlab::cli
