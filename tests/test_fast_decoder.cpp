@@ -3,7 +3,10 @@
 // saving, resuming).
 #include "seqlab/infer/fast_model.h"
 #include "seqlab/infer/kernels.h"
+#include "seqlab/core/log.h"
 #include "seqlab/model/model.h"
+#include "seqlab/model/model_dir.h"
+#include "seqlab/train/trainer.h"
 
 #include "mixer_testing.h"
 
@@ -84,6 +87,76 @@ TEST_P(FastAttention, EqualsTheLibTorchModelAtEveryPosition) {
 INSTANTIATE_TEST_SUITE_P(AllMaps, FastAttention,
                          ::testing::Values("softmax", "elu1", "relu", "rfa", "performer", "t2r",
                                            "hedgehog"));
+
+// Trained weights, not just random ones: a few hundred steps move every parameter (feature maps,
+// gates, SSM parameters) away from its initialisation.
+TEST(FastDecoder, EqualsTheLibTorchModelAfterTraining) {
+  for (const char* arch : {"softmax", "hedgehog", "t2r", "lstm", "mamba", "s4d"}) {
+    SCOPED_TRACE(arch);
+    const auto dir = (std::filesystem::temp_directory_path() /
+                      ("seqlab_fast_trained." + std::to_string(getpid()) + "." + arch))
+                         .string();
+    std::filesystem::remove_all(dir);
+    ModelConfig mc;
+    mc.mixer.arch = arch;
+    mc.mixer.d_model = 32;
+    mc.mixer.n_head = 4;
+    mc.mixer.max_len = 64;
+    mc.n_layer = 2;
+    TaskConfig tc;
+    tc.task = "copy";
+    tc.max_len = 24;
+    TrainConfig trc;
+    trc.steps = 150;
+    trc.batch = 16;
+    trc.lr = 3e-3;
+    trc.threads = 1;
+    trc.eval_every = 150;
+    trc.eval_size = 16;
+    log_level() = 0;
+    train_model(mc, tc, trc, dir, /*resume=*/false);
+    auto lm = load_model_dir(dir);
+    torch::NoGradGuard ng;
+    auto tokens = torch::randint(0, lm.config.vocab_size, {1, 24}, torch::kLong);
+    auto want = lm.model->forward(tokens).squeeze(0);  // [T,V]
+    FastModel fm(*lm.model);
+    auto s = fm.init_state();
+    EXPECT_LE(rel_error(fast_logits(fm, tokens.squeeze(0), s), want), 1e-4);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// Chunked prefill (matrix-matrix projections) equals stepping token by token, across chunk
+// boundaries, and leaves the same state behind.
+TEST(FastDecoder, ChunkedPrefillEqualsStepping) {
+  for (const char* arch : {"softmax", "t2r", "hedgehog", "performer", "rfa", "lstm", "gru",
+                           "qrnn", "s4d", "mamba"}) {
+    SCOPED_TRACE(arch);
+    auto c = lm_config(arch);
+    c.mixer.max_len = 200;
+    torch::manual_seed(6);
+    SeqModelImpl m(c);
+    m.eval();
+    FastModel fm(m);
+    const int64_t n = 150;  // chunks of 64, 64, 22
+    auto tokens = torch::randint(0, 29, {n}, torch::kLong);
+    std::vector<int64_t> ids(tokens.data_ptr<int64_t>(), tokens.data_ptr<int64_t>() + n);
+    auto a = fm.init_state(), b = fm.init_state();
+    std::vector<float> la(29), lb(29);
+    fm.prefill(ids.data(), n, a, la.data());
+    for (int64_t i = 0; i < n; ++i) fm.step(ids[i], b, lb.data());
+    EXPECT_EQ(a.pos, n);
+    auto ta = torch::from_blob(la.data(), {29}), tb = torch::from_blob(lb.data(), {29});
+    EXPECT_LE(rel_error(ta, tb), 1e-5);
+    auto sa = torch::from_blob(a.data.data(), {static_cast<int64_t>(a.data.size())});
+    auto sb = torch::from_blob(b.data.data(), {static_cast<int64_t>(b.data.size())});
+    EXPECT_LE((sa - sb).abs().max().item<double>(), 1e-4 * (1 + sb.abs().max().item<double>()));
+    // And against LibTorch's forward at the last position.
+    torch::NoGradGuard ng;
+    auto want = m.forward(tokens.unsqueeze(0)).select(1, n - 1).squeeze(0);
+    EXPECT_LE(rel_error(ta, want), 1e-4);
+  }
+}
 
 TEST(FastDecoder, ScalarAndAvx2KernelsAgree) {
   if (!infer::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";

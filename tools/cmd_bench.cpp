@@ -4,6 +4,7 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/infer/bench.h"
+#include "seqlab/train/bench_train.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -56,7 +57,7 @@ int run_decode_worker(DecodeRunArgs& a) {
 }  // namespace
 
 void add_bench_commands(CLI::App& app, Actions& actions) {
-  auto* bench = app.add_subcommand("bench", "benchmarks: `seqlab bench decode`");
+  auto* bench = app.add_subcommand("bench", "benchmarks: `seqlab bench decode`, `seqlab bench train`");
   bench->require_subcommand(1);
 
   auto ba = std::make_shared<BenchDecodeArgs>();
@@ -85,6 +86,46 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
       ->capture_default_str();
   dec->add_flag("-q,--quiet", ba->quiet, "no progress lines on stderr");
   actions.push_back({dec, [ba] { return run_bench_decode(*ba); }});
+
+  // train: training throughput per architecture; linear attention quadratic vs chunked.
+  struct TrainArgs {
+    TrainBenchConfig cfg;
+    std::string format = "md";
+    bool quiet = false;
+  };
+  auto ta = std::make_shared<TrainArgs>();
+  auto* tr = bench->add_subcommand(
+      "train",
+      "training tokens/s per architecture (forward, backward, AdamW), and linear attention's "
+      "quadratic vs chunked forms at growing T, side by side in one process");
+  tr->add_option("--archs", ta->cfg.archs, "architectures, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  tr->add_option("--d-model", ta->cfg.d_model, "model width")->capture_default_str();
+  tr->add_option("--n-layer", ta->cfg.n_layer, "blocks")->capture_default_str();
+  tr->add_option("--batch", ta->cfg.batch, "sequences per step")->capture_default_str();
+  tr->add_option("--length", ta->cfg.length, "tokens per sequence (T)")->capture_default_str();
+  tr->add_option("--form-lengths", ta->cfg.form_lengths,
+                 "T of the quadratic vs chunked comparison, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  tr->add_option("--feature-map", ta->cfg.feature_map, "feature map of that comparison")
+      ->capture_default_str();
+  tr->add_option("--steps", ta->cfg.steps, "steps per repetition")->capture_default_str();
+  tr->add_option("--reps", ta->cfg.reps, "repetitions (mean ± sd)")->capture_default_str();
+  tr->add_option("--threads", ta->cfg.threads, "LibTorch threads")->capture_default_str();
+  tr->add_option("-o,--format", ta->format, "md, csv or json")->capture_default_str();
+  tr->add_flag("-q,--quiet", ta->quiet, "no progress lines on stderr");
+  actions.push_back({tr, [ta] {
+                       if (ta->quiet) log_level() = 0;
+                       warn_if_reference_blas();
+                       SEQLAB_CHECK(ta->format == "md" || ta->format == "csv" ||
+                                        ta->format == "json",
+                                    "--format must be md, csv or json, got '{}'", ta->format);
+                       auto rows = run_train_bench(ta->cfg);
+                       std::cout << format_train_bench(rows, ta->format) << std::flush;
+                       return 0;
+                     }});
 
   // decode-run: one measurement in a child process (started by `bench decode`).
   auto ra = std::make_shared<DecodeRunArgs>();

@@ -52,6 +52,15 @@ class FastMixer {
   virtual void reset(float* state) const = 0;
   // One token: x [D] -> y [D] (x and y do not alias); advances state. pos is the token's index.
   virtual void step(const float* x, float* y, float* state, float* scratch, int64_t pos) const = 0;
+  // n tokens at once (a prompt chunk): X [n,D] -> Y [n,D], advancing the state over positions
+  // pos0 .. pos0+n-1; equal to n step() calls. The default is that loop; mixers whose cost is
+  // mostly projections override it to run them as matrix-matrix products.
+  virtual void prefill(const float* X, float* Y, int64_t n, int64_t D, float* state,
+                       float* scratch, int64_t pos0) const {
+    for (int64_t i = 0; i < n; ++i) step(X + i * D, Y + i * D, state, scratch, pos0 + i);
+  }
+  // Scratch floats prefill() needs for n tokens.
+  virtual int64_t prefill_scratch_size(int64_t n) const { return scratch_size(); }
 };
 
 // Builds the fast twin of cfg's mixer from its weights; a mixer without one is a seqlab::Error.

@@ -32,7 +32,7 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
   lnf_w_ = copy_of(all.at("ln_f.weight"));
   lnf_b_ = copy_of(all.at("ln_f.bias"));
   if (!cfg_.tie_embeddings) head_ = copy_of(all.at("head.weight"));
-  int64_t scratch = 0, mlp = 0;
+  int64_t scratch = 0, mlp = 0, pscratch = 0;
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
     TensorMap mixer_t;
@@ -49,6 +49,7 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
     b.state_offset = state_size_;
     state_size_ += b.mixer->state_size();
     scratch = std::max(scratch, b.mixer->scratch_size());
+    pscratch = std::max(pscratch, b.mixer->prefill_scratch_size(kPrefillChunk));
     if (cfg_.mlp_ratio > 0) {
       TensorMap mlp_t;
       for (const auto& [k, v] : all)
@@ -66,6 +67,11 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
   y_.assign(D_, 0);
   mlp_.assign(mlp, 0);
   mix_scratch_.assign(scratch, 0);
+  cx_.assign(kPrefillChunk * D_, 0);
+  ch_.assign(kPrefillChunk * D_, 0);
+  cy_.assign(kPrefillChunk * D_, 0);
+  cm_.assign(kPrefillChunk * mlp, 0);
+  cscratch_.assign(pscratch, 0);
 }
 
 DecoderState FastModel::init_state() const {
@@ -76,25 +82,11 @@ DecoderState FastModel::init_state() const {
 }
 
 void FastModel::step(int64_t token, DecoderState& s, float* logits) {
-  SEQLAB_CHECK(token >= 0 && token < V_, "token {} is outside the vocabulary [0, {})", token, V_);
   SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
                "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
   const int64_t p = s.pos;
-  SEQLAB_CHECK(pos_ == "none" || p < cfg_.mixer.max_len,
-               "sequence of {} tokens is longer than this model's max_len ({})", p + 1,
-               cfg_.mixer.max_len);
   float* x = x_.data();
-  std::copy(wte_.begin() + token * D_, wte_.begin() + (token + 1) * D_, x);
-  if (pos_ == "learned") {
-    axpy(1.0f, wpe_.data() + p * D_, x, D_);
-  } else if (pos_ == "sinusoidal") {
-    // sinusoidal_positions(): sin on even dims, cos on odd, frequency 10000^(-i/D), i even.
-    for (int64_t i = 0; i < D_; i += 2) {
-      const double a = static_cast<double>(p) * std::exp(i * (-std::log(10000.0) / D_));
-      x[i] += static_cast<float>(std::sin(a));
-      if (i + 1 < D_) x[i + 1] += static_cast<float>(std::cos(a));
-    }
-  }
+  embed(token, p, x);
   for (auto& b : blocks_) {
     layer_norm(x, b.ln1_w.data(), b.ln1_b.data(), h_.data(), D_);
     b.mixer->step(h_.data(), y_.data(), s.data.data() + b.state_offset, mix_scratch_.data(), p);
@@ -115,8 +107,57 @@ void FastModel::step(int64_t token, DecoderState& s, float* logits) {
   matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
 }
 
+void FastModel::embed(int64_t token, int64_t p, float* x) const {
+  SEQLAB_CHECK(token >= 0 && token < V_, "token {} is outside the vocabulary [0, {})", token, V_);
+  SEQLAB_CHECK(pos_ == "none" || p < cfg_.mixer.max_len,
+               "sequence of {} tokens is longer than this model's max_len ({})", p + 1,
+               cfg_.mixer.max_len);
+  std::copy(wte_.begin() + token * D_, wte_.begin() + (token + 1) * D_, x);
+  if (pos_ == "learned") {
+    axpy(1.0f, wpe_.data() + p * D_, x, D_);
+  } else if (pos_ == "sinusoidal") {
+    // sinusoidal_positions(): sin on even dims, cos on odd, frequency 10000^(-i/D), i even.
+    for (int64_t i = 0; i < D_; i += 2) {
+      const double a = static_cast<double>(p) * std::exp(i * (-std::log(10000.0) / D_));
+      x[i] += static_cast<float>(std::sin(a));
+      if (i + 1 < D_) x[i + 1] += static_cast<float>(std::cos(a));
+    }
+  }
+}
+
 void FastModel::prefill(const int64_t* tokens, int64_t n, DecoderState& s, float* logits) {
-  for (int64_t i = 0; i < n; ++i) step(tokens[i], s, i + 1 == n ? logits : nullptr);
+  SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
+               "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
+  // Chunks of kPrefillChunk tokens: every projection and MLP runs as a matrix-matrix product
+  // over the chunk's rows; the mixers' recurrences still go token by token.
+  float *X = cx_.data(), *H = ch_.data(), *Y = cy_.data(), *M = cm_.data();
+  for (int64_t c0 = 0; c0 < n; c0 += kPrefillChunk) {
+    const int64_t c = std::min(kPrefillChunk, n - c0);
+    for (int64_t i = 0; i < c; ++i) embed(tokens[c0 + i], s.pos + i, X + i * D_);
+    for (auto& b : blocks_) {
+      for (int64_t i = 0; i < c; ++i)
+        layer_norm(X + i * D_, b.ln1_w.data(), b.ln1_b.data(), H + i * D_, D_);
+      b.mixer->prefill(H, Y, c, D_, s.data.data() + b.state_offset, cscratch_.data(), s.pos);
+      axpy(1.0f, Y, X, c * D_);
+      if (b.fc1.out == 0) continue;
+      for (int64_t i = 0; i < c; ++i)
+        layer_norm(X + i * D_, b.ln2_w.data(), b.ln2_b.data(), H + i * D_, D_);
+      matmul_rows(b.fc1.w.data(), b.fc1.b.empty() ? nullptr : b.fc1.b.data(), H, M, c, b.fc1.out,
+                  D_);
+      if (cfg_.activation == "gelu_tanh")
+        gelu_tanh(M, c * b.fc1.out);
+      else
+        gelu(M, c * b.fc1.out);
+      matmul_rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, c, D_,
+                  b.fc1.out);
+      axpy(1.0f, Y, X, c * D_);
+    }
+    s.pos += c;
+    if (c0 + c == n && logits) {
+      layer_norm(X + (c - 1) * D_, lnf_w_.data(), lnf_b_.data(), h_.data(), D_);
+      matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
+    }
+  }
 }
 
 void FastModel::save_state(const std::string& path, const DecoderState& s) const {

@@ -34,8 +34,10 @@ class FastModel {
   // Consumes one token; writes the next-token logits [V]. Not thread-safe (shared scratch): one
   // FastModel per thread.
   void step(int64_t token, DecoderState& s, float* logits);
-  // Consumes n prompt tokens; logits (if not null) get those after the last one.
+  // Consumes n prompt tokens in chunks of kPrefillChunk (projections and MLPs as matrix-matrix
+  // products); logits (if not null) get those after the last one. Equals n step() calls.
   void prefill(const int64_t* tokens, int64_t n, DecoderState& s, float* logits);
+  static constexpr int64_t kPrefillChunk = 64;
 
   // The state as a file (safetensors: "state" fp32, "pos" int64, metadata naming the model
   // config); load checks that it belongs to this model.
@@ -56,6 +58,11 @@ class FastModel {
   std::vector<Block> blocks_;
   // Scratch for one token: residual x, normed h, mixer output y, MLP hidden, mixer scratch.
   std::vector<float> x_, h_, y_, mlp_, mix_scratch_;
+  // Scratch for a prefill chunk: residual rows, normed rows, mixer/MLP output rows, MLP hidden
+  // rows, the mixers' prefill scratch.
+  std::vector<float> cx_, ch_, cy_, cm_, cscratch_;
+  // Token embedding (+ position) of `token` at position p into x [D]; checks both.
+  void embed(int64_t token, int64_t p, float* x) const;
 };
 
 }  // namespace seqlab::infer

@@ -58,11 +58,30 @@ class FastLinear : public FastMixer {
   }
 
   void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
-    float *q = scratch, *k = q + D_, *v = k + D_, *att = v + D_;
-    float *pq = att + D_, *pk = pq + Fo_, *tmp = pk + Fo_;
+    float *q = scratch, *k = q + D_, *v = k + D_, *att = v + D_, *feat = att + D_;
     q_(x, q);
     k_(x, k);
     v_(x, v);
+    recur(q, k, v, att, state, feat);
+    o_(att, y);
+  }
+  int64_t prefill_scratch_size(int64_t n) const override { return 4 * n * D_ + 2 * Fo_ + Dh_; }
+  void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
+               int64_t) const override {
+    float *Q = scratch, *K = Q + n * D_, *V = K + n * D_, *A = V + n * D_, *feat = A + n * D_;
+    matmul_rows(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, n, D_, D_);
+    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, D_, D_);
+    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, D_, D_);
+    for (int64_t i = 0; i < n; ++i) recur(Q + i * D_, K + i * D_, V + i * D_, A + i * D_, state, feat);
+    matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, n, D_, D_);
+  }
+
+ private:
+  // One token's recurrence from its projections q, k, v [D]: advances every head's S, z (and m)
+  // and writes the attention output att [D]. feat: scratch of 2F' + Dh floats.
+  void recur(const float* q, const float* k, const float* v, float* att, float* state,
+             float* feat) const {
+    float *pq = feat, *pk = pq + Fo_, *tmp = pk + Fo_;
     const bool expo = map_ == "performer";
     for (int64_t h = 0; h < H_; ++h) {
       float* S = state + h * head_state();
@@ -100,10 +119,8 @@ class FastLinear : public FastMixer {
       if (norm == 0) norm = 1;  // numerator is 0 too: y = 0, not NaN
       for (int64_t d = 0; d < Dh_; ++d) out[d] /= norm;
     }
-    o_(att, y);
   }
 
- private:
   // phi of one head's query or key x [Dh] -> out [F']. For performer, the key's max log-feature
   // is returned in *max_log and removed; the query's max is removed (it cancels in the ratio).
   void features(const float* x, int64_t h, bool is_query, float* out, float* tmp,
