@@ -91,7 +91,8 @@ INSTANTIATE_TEST_SUITE_P(AllMaps, FastAttention,
 // Trained weights, not just random ones: a few hundred steps move every parameter (feature maps,
 // gates, SSM parameters) away from its initialisation.
 TEST(FastDecoder, EqualsTheLibTorchModelAfterTraining) {
-  for (const char* arch : {"softmax", "hedgehog", "t2r", "lstm", "mamba", "s4d"}) {
+  for (const char* arch : {"softmax", "hedgehog", "t2r", "elu1", "relu", "rfa", "performer",
+                           "elman", "gru", "lstm", "qrnn", "s4d", "mamba"}) {
     SCOPED_TRACE(arch);
     const auto dir = (std::filesystem::temp_directory_path() /
                       ("seqlab_fast_trained." + std::to_string(getpid()) + "." + arch))
@@ -107,11 +108,11 @@ TEST(FastDecoder, EqualsTheLibTorchModelAfterTraining) {
     tc.task = "copy";
     tc.max_len = 24;
     TrainConfig trc;
-    trc.steps = 150;
-    trc.batch = 16;
+    trc.steps = 60;
+    trc.batch = 8;
     trc.lr = 3e-3;
     trc.threads = 1;
-    trc.eval_every = 150;
+    trc.eval_every = 60;
     trc.eval_size = 16;
     log_level() = 0;
     train_model(mc, tc, trc, dir, /*resume=*/false);
