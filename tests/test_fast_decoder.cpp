@@ -192,6 +192,42 @@ TEST(FastDecoder, ScalarAndAvx2KernelsAgree) {
   infer::set_kernel(Kernel::automatic);
 }
 
+TEST(FastDecoder, ThreadsOverRowsGiveBitwiseTheSameResult) {
+  torch::manual_seed(9);
+  for (int64_t rows : {8, 37, 256, 1031}) {
+    const int64_t cols = 200;
+    auto W = torch::randn({rows, cols}), x = torch::randn({cols}), b = torch::randn({rows});
+    auto y1 = torch::empty({rows}), y3 = torch::empty({rows});
+    infer::set_threads(1);
+    infer::matvec(W.data_ptr<float>(), b.data_ptr<float>(), x.data_ptr<float>(),
+                  y1.data_ptr<float>(), rows, cols);
+    infer::set_threads(3);
+    EXPECT_EQ(infer::threads(), 3);
+    for (int rep = 0; rep < 50; ++rep) {
+      y3.zero_();
+      infer::matvec(W.data_ptr<float>(), b.data_ptr<float>(), x.data_ptr<float>(),
+                    y3.data_ptr<float>(), rows, cols);
+      ASSERT_TRUE(torch::equal(y1, y3)) << "rows " << rows << " rep " << rep;
+    }
+  }
+  // A whole model: logits with two threads equal one thread's, bit for bit.
+  auto c = lm_config("t2r");
+  c.mixer.d_model = 128;
+  c.mlp_ratio = 4;
+  torch::manual_seed(10);
+  SeqModelImpl m(c);
+  FastModel fm(m);
+  auto tokens = torch::randint(0, 29, {12}, torch::kLong);
+  infer::set_threads(1);
+  auto s1 = fm.init_state();
+  auto one = fast_logits(fm, tokens, s1);
+  infer::set_threads(2);
+  auto s2 = fm.init_state();
+  auto two = fast_logits(fm, tokens, s2);
+  infer::set_threads(1);
+  EXPECT_TRUE(torch::equal(one, two));
+}
+
 TEST(FastDecoder, VectorisedSoftmaxMatchesTheScalarOne) {
   torch::manual_seed(2);
   for (int64_t n : {1, 5, 8, 13, 64, 1000}) {

@@ -31,6 +31,7 @@ struct GenerateArgs {
   infer::SamplerConfig sampler;
   bool json = false, stop_at_eos = false;
   Common common;
+  int64_t decoder_threads = 1;
   CLI::App* sub = nullptr;
 };
 
@@ -67,6 +68,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int run_generate(GenerateArgs& a) {
   a.common.apply();
+  SEQLAB_CHECK(a.decoder_threads >= 1, "--decoder-threads must be >= 1, got {}", a.decoder_threads);
+  infer::set_threads(static_cast<int>(a.decoder_threads));
   a.sampler.validate();
   SEQLAB_CHECK(a.max_new >= 0, "--max-new must be >= 0, got {}", a.max_new);
   SEQLAB_CHECK(a.engine == "fast" || a.engine == "torch",
@@ -253,6 +256,10 @@ void add_generate_commands(CLI::App& app, Actions& actions) {
   g->add_flag("--json", ga->json,
               "print one JSON document (ids, text, tokens/s) instead of streaming the text");
   ga->common.add(g);
+  g->add_option("--decoder-threads", ga->decoder_threads,
+                "fast engine: threads over the output rows of large matrix-vector products "
+                "(workers spin while waiting; at most the number of idle cores)")
+      ->capture_default_str();
   actions.push_back({g, [ga] { return run_generate(*ga); }});
 }
 

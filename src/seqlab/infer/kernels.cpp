@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <memory>
+#include <thread>
+#include <vector>
 
 namespace seqlab::infer {
 
@@ -185,12 +188,104 @@ const char* kernel_name(Kernel k) {
   }
 }
 
-void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
-            int64_t cols) {
+namespace {
+
+void matvec_one(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+                int64_t cols) {
   if (active_kernel() == Kernel::avx2)
     matvec_avx2(W, bias, x, y, rows, cols);
   else
     matvec_scalar(W, bias, x, y, rows, cols);
+}
+
+// The row-splitting pool. One job at a time (the decoder is single-threaded above matvec): the
+// caller publishes the job, bumps `generation`, runs part 0 itself and waits until every worker
+// has bumped `done`. No allocation per job.
+class RowPool {
+ public:
+  explicit RowPool(int n) : n_(n) {
+    for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { work(i); });
+  }
+  ~RowPool() {
+    stop_ = true;
+    for (auto& t : workers_) t.join();
+  }
+  int size() const { return n_; }
+  void run(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+           int64_t cols) {
+    job_ = {W, bias, x, y, rows, cols};
+    done_.store(0, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    part(0);
+    // Spin briefly, then yield: on a busy machine a descheduled worker must get the core back.
+    for (int64_t spins = 0; done_.load(std::memory_order_acquire) != n_ - 1; ++spins)
+      if (spins < 2048)
+        _mm_pause();
+      else
+        std::this_thread::yield();
+  }
+
+ private:
+  struct Job {
+    const float *W = nullptr, *bias = nullptr, *x = nullptr;
+    float* y = nullptr;
+    int64_t rows = 0, cols = 0;
+  };
+  void part(int i) const {
+    // Contiguous row ranges, multiples of 4 (the AVX2 kernel's row block) except the last.
+    const int64_t per = ((job_.rows + n_ - 1) / n_ + 3) / 4 * 4;
+    const int64_t r0 = std::min<int64_t>(job_.rows, i * per);
+    const int64_t r1 = std::min<int64_t>(job_.rows, r0 + per);
+    if (r1 > r0)
+      matvec_one(job_.W + r0 * job_.cols, job_.bias ? job_.bias + r0 : nullptr, job_.x,
+                 job_.y + r0, r1 - r0, job_.cols);
+  }
+  void work(int i) {
+    // Generation 0 is "no job yet": a worker that starts late must still run the first job.
+    uint64_t seen = 0;
+    int64_t idle = 0;
+    while (!stop_) {
+      const uint64_t g = generation_.load(std::memory_order_acquire);
+      if (g == seen) {
+        if (++idle > 2048)
+          std::this_thread::yield();
+        else
+          _mm_pause();
+        continue;
+      }
+      seen = g;
+      idle = 0;
+      part(i);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+  int n_;
+  Job job_;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> done_{0};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> workers_;
+};
+
+std::unique_ptr<RowPool> g_pool;
+
+}  // namespace
+
+void set_threads(int n) {
+  n = std::max(1, n);
+  if (g_pool && g_pool->size() == n) return;
+  g_pool.reset();
+  if (n > 1) g_pool = std::make_unique<RowPool>(n);
+}
+
+int threads() { return g_pool ? g_pool->size() : 1; }
+
+void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+            int64_t cols) {
+  if (g_pool && rows * cols >= kParallelWork && rows >= 8)
+    g_pool->run(W, bias, x, y, rows, cols);
+  else
+    matvec_one(W, bias, x, y, rows, cols);
 }
 
 void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,

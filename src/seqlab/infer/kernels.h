@@ -17,6 +17,15 @@ Kernel active_kernel();
 bool cpu_has_avx2_fma();
 const char* kernel_name(Kernel k);
 
+// Threads over output rows (optional, default 1 = the caller only). With n > 1, matvec calls of at
+// least kParallelWork multiply-adds split their rows into n contiguous parts, one per thread of a
+// persistent pool; each row is computed by the same code whatever the split, so results are
+// bitwise equal to one thread. Pool workers spin (yielding) while waiting for work, so keep n at
+// most the number of idle cores; set_threads(1) stops them.
+constexpr int64_t kParallelWork = 1 << 15;
+void set_threads(int n);
+int threads();
+
 // y[r] = bias[r] + sum_c W[r, c] x[c]; W row-major [rows, cols]; bias may be null.
 void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
             int64_t cols);
