@@ -149,8 +149,8 @@ TEST(Adapters, OnlyTrainableFactorsGetGradients) {
   m.forward(tokens()).pow(2).mean().backward();
   for (const auto& p : m.named_parameters()) {
     const auto& k = p.key();
-    const bool trains = k == "adapters.shared.v.B" || (k.rfind("adapters.layers.", 0) == 0 &&
-                                                       k.substr(k.size() - 2) == ".v");
+    const bool trains = k == "adapters.shared.v.B" ||
+                        (k.rfind("adapters.layers.", 0) == 0 && k.substr(k.size() - 2) == ".v");
     EXPECT_EQ(p.value().grad().defined(), trains) << k;
   }
 }
@@ -164,9 +164,9 @@ TEST(Adapters, SurviveSaveAndLoad) {
   torch::NoGradGuard ng;
   auto x = tokens();
   auto want = m.forward(x);
-  const auto dir = (std::filesystem::temp_directory_path() /
-                    ("seqlab_adapters." + std::to_string(getpid())))
-                       .string();
+  const auto dir =
+      (std::filesystem::temp_directory_path() / ("seqlab_adapters." + std::to_string(getpid())))
+          .string();
   std::filesystem::remove_all(dir);
   save_model_dir(dir, m);
   EXPECT_TRUE(read_config_json(dir).contains("adapters"));

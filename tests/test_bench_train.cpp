@@ -42,8 +42,8 @@ TEST(BenchTrain, MeasuresEveryRowAndFormatsThem) {
   const auto csv = format_train_bench(rows, "csv");
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + static_cast<long>(rows.size()));
   const auto md = format_train_bench(rows, "md");
-  for (const char* name : {"| softmax |", "| t2r |", "| lstm |", "| quadratic | 40 |",
-                           "| chunked | 40 |"})
+  for (const char* name :
+       {"| softmax |", "| t2r |", "| lstm |", "| quadratic | 40 |", "| chunked | 40 |"})
     EXPECT_NE(md.find(name), std::string::npos) << name << "\n" << md;
   EXPECT_THROW(format_train_bench(rows, "xml"), Error);
   auto bad = tiny();

@@ -27,9 +27,12 @@ using Run = seqlab::testing::CliRun;
 using seqlab::testing::seqlab_bin;
 using seqlab::testing::slurp_file;
 
-Run run_cli(const std::string& args) { return seqlab::testing::run_seqlab(args); }
-fs::path scratch() { return seqlab::testing::cli_scratch(); }
-std::string tmp_dir(const std::string& name) { return seqlab::testing::cli_tmp(name); }
+Run run_cli(const std::string& args) {
+  return seqlab::testing::run_seqlab(args);
+}
+std::string tmp_dir(const std::string& name) {
+  return seqlab::testing::cli_tmp(name);
+}
 void expect_error(const std::string& args, const std::string& needle) {
   seqlab::testing::expect_cli_error(args, needle);
 }

@@ -35,9 +35,9 @@ ConvertConfig to(const std::string& fm) {
 template <class M>
 torch::Tensor apply_weights(M& m, const torch::Tensor& x) {
   const int64_t B = x.size(0), T = x.size(1), H = m.config().n_head, Dh = m.config().d_head();
-  auto w = m.attention_weights(x);                       // [B,H,T,T]
-  auto v = m.v(x).view({B, T, H, Dh}).transpose(1, 2);   // [B,H,T,Dh]
-  auto y = torch::matmul(w, v.to(w.dtype()));            // [B,H,T,Dh]
+  auto w = m.attention_weights(x);                        // [B,H,T,T]
+  auto v = m.v(x).view({B, T, H, Dh}).transpose(1, 2);    // [B,H,T,Dh]
+  auto y = torch::matmul(w, v.to(w.dtype()));             // [B,H,T,Dh]
   return m.o(y.transpose(1, 2).reshape({B, T, H * Dh}));  // [B,T,D]
 }
 
@@ -149,8 +149,10 @@ TEST(Convert, AttentionTransferLowersTheLossAndTouchesOnlyFeatureMaps) {
     torch::NoGradGuard ng;
     auto inputs = teacher.mixer_inputs(held.input);
     for (size_t l = 0; l < 2; ++l) {
-      auto sm = std::dynamic_pointer_cast<SoftmaxAttentionImpl>(teacher.blocks->ptr<BlockImpl>(l)->mixer);
-      auto lm = std::dynamic_pointer_cast<LinearAttentionImpl>(student->blocks->ptr<BlockImpl>(l)->mixer);
+      auto sm =
+          std::dynamic_pointer_cast<SoftmaxAttentionImpl>(teacher.blocks->ptr<BlockImpl>(l)->mixer);
+      auto lm =
+          std::dynamic_pointer_cast<LinearAttentionImpl>(student->blocks->ptr<BlockImpl>(l)->mixer);
       auto A = sm->attention_weights(inputs[l]).to(torch::kDouble);
       auto Bw = lm->attention_weights(inputs[l]).to(torch::kDouble);
       const int64_t T = A.size(2);

@@ -27,7 +27,9 @@ const std::string& teacher() {
   return dir;
 }
 
-nlohmann::json json_of(const std::string& s) { return nlohmann::json::parse(s); }
+nlohmann::json json_of(const std::string& s) {
+  return nlohmann::json::parse(s);
+}
 
 }  // namespace
 
@@ -89,7 +91,8 @@ TEST(ConvertCli, ConvertDistillFinetuneMergeEvaluate) {
 
   // Full finetuning trains every parameter.
   const auto full = cli_tmp("full");
-  r = run_seqlab("finetune --model " + hh + " --out " + full + " --steps 2 --batch 4 --threads 1 -q --json");
+  r = run_seqlab("finetune --model " + hh + " --out " + full +
+                 " --steps 2 --batch 4 --threads 1 -q --json");
   ASSERT_EQ(r.code, 0) << r.err;
   j = json_of(r.out);
   EXPECT_EQ(j["trainable"], j["parameters"]);
@@ -103,14 +106,17 @@ TEST(ConvertCli, BadInputIsRefusedAndNothingIsWritten) {
                    "not a softmax-attention model");
   expect_cli_error("convert --model " + teacher() + " --out " + out + " --to lstm",
                    "--to must name a linear-attention feature map");
-  expect_cli_error("convert --model " + teacher() + " --out " + out + " --to elu1 --distill-steps 2",
-                   "has no parameters to train");
+  expect_cli_error(
+      "convert --model " + teacher() + " --out " + out + " --to elu1 --distill-steps 2",
+      "has no parameters to train");
   expect_cli_error("convert --model " + cli_tmp("nothing") + " --out " + out, "not a directory");
   expect_cli_error("convert --model " + teacher() + " --out " + hh, "already holds a model");
-  expect_cli_error("finetune --model " + hh + " --out " + out + " --adapter lora --lora-targets q,wq",
-                   "adapter target 'wq' names no linear layer");
-  expect_cli_error("finetune --model " + hh + " --out " + out + " --adapter tied_lora --tied-train A,C",
-                   "'C' is not one of A,B,u,v");
+  expect_cli_error(
+      "finetune --model " + hh + " --out " + out + " --adapter lora --lora-targets q,wq",
+      "adapter target 'wq' names no linear layer");
+  expect_cli_error(
+      "finetune --model " + hh + " --out " + out + " --adapter tied_lora --tied-train A,C",
+      "'C' is not one of A,B,u,v");
   expect_cli_error("finetune --model " + hh + " --out " + out + " --adapter dora",
                    "--adapter must be none, lora or tied_lora");
   expect_cli_error("finetune --out " + out, "--model is required");

@@ -141,14 +141,14 @@ TEST(EvaluateLm, BadArgumentsAreErrors) {
 
 // ---- the CLI ----
 
-
 TEST(EvaluateLmCli, TrainWritesEvalPplAndEvalPrintsPerplexity) {
   const auto out = (scratch() / "run").string();
   fs::remove_all(out);
-  auto r = seqlab::testing::run_seqlab("train --task lm --corpus " + corpus_file() +
-                   " --arch lstm --d-model 16 --n-layer 1 --batch 8 --threads 1 -q --steps 6 "
-                   "--eval-every 3 --eval-size 16 --min-len 16 --max-len 16 --json --out " +
-                   out);
+  auto r = seqlab::testing::run_seqlab(
+      "train --task lm --corpus " + corpus_file() +
+      " --arch lstm --d-model 16 --n-layer 1 --batch 8 --threads 1 -q --steps 6 "
+      "--eval-every 3 --eval-size 16 --min-len 16 --max-len 16 --json --out " +
+      out);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto summary = nlohmann::json::parse(r.out);
   const double final_ppl = summary.at("eval_ppl").get<double>();
@@ -183,7 +183,8 @@ TEST(EvaluateLmCli, TrainWritesEvalPplAndEvalPrintsPerplexity) {
   const auto& lm = dynamic_cast<const LmTask&>(*task);
   EXPECT_EQ(doc["tokens"].get<int64_t>(), static_cast<int64_t>(lm.tokens(Split::valid).size()) - 1);
 
-  r = seqlab::testing::run_seqlab("eval --model " + out + " --split test --max-tokens 40 --json --threads 1 -q");
+  r = seqlab::testing::run_seqlab("eval --model " + out +
+                                  " --split test --max-tokens 40 --json --threads 1 -q");
   ASSERT_EQ(r.code, 0) << r.err;
   doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["split"], "test");
@@ -204,7 +205,8 @@ TEST(EvaluateLmCli, BadCorpusOrTokenizerIsAnErrorAndWritesNothing) {
                                           "--corpus /nonexistent/file.txt",
                                           "--corpus " + corpus_file() + " --max-len 100000"};
   for (const auto& flags : cases) {
-    auto r = seqlab::testing::run_seqlab("train --task lm " + flags + " --steps 2 --threads 1 -q --out " + out);
+    auto r = seqlab::testing::run_seqlab("train --task lm " + flags +
+                                         " --steps 2 --threads 1 -q --out " + out);
     EXPECT_EQ(r.code, 2) << flags << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

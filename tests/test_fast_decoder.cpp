@@ -46,8 +46,7 @@ double rel_error(const torch::Tensor& got, const torch::Tensor& want) {
 torch::Tensor fast_logits(FastModel& fm, const torch::Tensor& tokens, DecoderState& s) {
   const int64_t T = tokens.size(0), V = fm.vocab_size();
   auto out = torch::empty({T, V});
-  for (int64_t t = 0; t < T; ++t)
-    fm.step(tokens[t].item<int64_t>(), s, out[t].data_ptr<float>());
+  for (int64_t t = 0; t < T; ++t) fm.step(tokens[t].item<int64_t>(), s, out[t].data_ptr<float>());
   return out;
 }
 
@@ -130,8 +129,8 @@ TEST(FastDecoder, EqualsTheLibTorchModelAfterTraining) {
 // Chunked prefill (matrix-matrix projections) equals stepping token by token, across chunk
 // boundaries, and leaves the same state behind.
 TEST(FastDecoder, ChunkedPrefillEqualsStepping) {
-  for (const char* arch : {"softmax", "t2r", "hedgehog", "performer", "rfa", "lstm", "gru",
-                           "qrnn", "s4d", "mamba"}) {
+  for (const char* arch :
+       {"softmax", "t2r", "hedgehog", "performer", "rfa", "lstm", "gru", "qrnn", "s4d", "mamba"}) {
     SCOPED_TRACE(arch);
     auto c = lm_config(arch);
     c.mixer.max_len = 200;
@@ -185,8 +184,8 @@ TEST(FastDecoder, ScalarAndAvx2KernelsAgree) {
       EXPECT_TRUE(all_close(va, torch::mv(W.t(), pr), 1e-4, "vecmat avx2"));
       // matmul_rows is matvec per row
       auto X = torch::randn({5, cols}), Y = torch::empty({5, rows});
-      infer::matmul_rows(W.data_ptr<float>(), nullptr, X.data_ptr<float>(), Y.data_ptr<float>(),
-                         5, rows, cols);
+      infer::matmul_rows(W.data_ptr<float>(), nullptr, X.data_ptr<float>(), Y.data_ptr<float>(), 5,
+                         rows, cols);
       EXPECT_TRUE(all_close(Y, torch::matmul(X, W.t()), 1e-4, "matmul_rows"));
     }
   infer::set_kernel(Kernel::automatic);

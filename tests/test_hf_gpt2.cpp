@@ -504,7 +504,6 @@ TEST(HfGpt2, OldConfigWithoutActivationLoadsAsGelu) {
 
 // ---- the CLI -----------------------------------------------------------------------------------
 
-
 TEST(HfGpt2, Cli) {
   const auto hf_dir = tmp_dir("cli_hf"), out = tmp_dir("cli_out"), hf2 = tmp_dir("cli_hf2");
   auto hf = random_hf_tensors(true, true, false);
@@ -538,7 +537,8 @@ TEST(HfGpt2, Cli) {
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(fs::exists(bad_out));
 
-  r = seqlab::testing::run_seqlab("export-hf --model " + hf_dir + " --out " + bad_out);  // an HF dir is not a model dir
+  r = seqlab::testing::run_seqlab("export-hf --model " + hf_dir + " --out " +
+                                  bad_out);  // an HF dir is not a model dir
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
 }

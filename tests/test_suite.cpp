@@ -38,7 +38,9 @@ void expect_valid_lm_cell(const nlohmann::json& c) {
   } else if (kind == "lm_finetune") {
     waits_for(c.at("from").get<std::string>());
     EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
-    if (c.contains("adapter")) EXPECT_NO_THROW(AdapterConfig::from_json(c["adapter"], id)) << id;
+    if (c.contains("adapter")) {
+      EXPECT_NO_THROW(AdapterConfig::from_json(c["adapter"], id)) << id;
+    }
     if (c.contains("convert")) {
       ConvertConfig cc;
       FromJsonVisitor v{c["convert"], id, {}};

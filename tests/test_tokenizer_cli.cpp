@@ -37,7 +37,8 @@ void expect_error(const std::string& args, const std::string& input, const std::
 }  // namespace
 
 TEST(TokenizerCli, ByteEncodeDecode) {
-  seqlab::testing::CliRun r = seqlab::testing::run_seqlab("tokenizer encode --tokenizer byte", "hi\n");
+  seqlab::testing::CliRun r =
+      seqlab::testing::run_seqlab("tokenizer encode --tokenizer byte", "hi\n");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "104 105 10\n");
   r = seqlab::testing::run_seqlab("tokenizer decode --tokenizer byte", "104 105\n 10 \n");
@@ -46,7 +47,8 @@ TEST(TokenizerCli, ByteEncodeDecode) {
 }
 
 TEST(TokenizerCli, Gpt2) {
-  seqlab::testing::CliRun r = seqlab::testing::run_seqlab("tokenizer encode --tokenizer gpt2", "Hello world");
+  seqlab::testing::CliRun r =
+      seqlab::testing::run_seqlab("tokenizer encode --tokenizer gpt2", "Hello world");
   ASSERT_EQ(r.code, 0) << r.err;  // names scripts/setup.sh when GPT-2's files are missing
   EXPECT_EQ(r.out, "15496 995\n");
   r = seqlab::testing::run_seqlab("tokenizer decode --tokenizer gpt2", "15496 995");
@@ -66,8 +68,8 @@ TEST(TokenizerCli, TrainThenEncodeAndDecodeAnyBytes) {
   }
   const auto file = scratch() / "corpus.txt", out = scratch() / "tok";
   spit(file, corpus);
-  seqlab::testing::CliRun r = seqlab::testing::run_seqlab("tokenizer train --corpus " + file.string() + " --vocab-size 300 --out " +
-                     out.string());
+  seqlab::testing::CliRun r = seqlab::testing::run_seqlab(
+      "tokenizer train --corpus " + file.string() + " --vocab-size 300 --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "");  // logs go to stderr
   EXPECT_NE(r.err.find("300 tokens"), std::string::npos) << r.err;

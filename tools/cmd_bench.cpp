@@ -57,7 +57,8 @@ int run_decode_worker(DecodeRunArgs& a) {
 }  // namespace
 
 void add_bench_commands(CLI::App& app, Actions& actions) {
-  auto* bench = app.add_subcommand("bench", "benchmarks: `seqlab bench decode`, `seqlab bench train`");
+  auto* bench =
+      app.add_subcommand("bench", "benchmarks: `seqlab bench decode`, `seqlab bench train`");
   bench->require_subcommand(1);
 
   auto ba = std::make_shared<BenchDecodeArgs>();
@@ -119,9 +120,9 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
   actions.push_back({tr, [ta] {
                        if (ta->quiet) log_level() = 0;
                        warn_if_reference_blas();
-                       SEQLAB_CHECK(ta->format == "md" || ta->format == "csv" ||
-                                        ta->format == "json",
-                                    "--format must be md, csv or json, got '{}'", ta->format);
+                       SEQLAB_CHECK(
+                           ta->format == "md" || ta->format == "csv" || ta->format == "json",
+                           "--format must be md, csv or json, got '{}'", ta->format);
                        auto rows = run_train_bench(ta->cfg);
                        std::cout << format_train_bench(rows, ta->format) << std::flush;
                        return 0;

@@ -127,9 +127,10 @@ int run_finetune(FinetuneArgs& a) {
               << "\n";
     return 0;
   }
-  fmt::print("finetuned {} steps in {:.1f}s: loss {:.4f} -> {:.4f}; trainable parameters {} of {}\n{}\n",
-             r.steps - r.start_step, r.seconds, r.first_loss, r.last_loss, r.trainable,
-             r.parameters, a.out);
+  fmt::print(
+      "finetuned {} steps in {:.1f}s: loss {:.4f} -> {:.4f}; trainable parameters {} of {}\n{}\n",
+      r.steps - r.start_step, r.seconds, r.first_loss, r.last_loss, r.trainable, r.parameters,
+      a.out);
   return 0;
 }
 
@@ -160,7 +161,8 @@ void add_convert_commands(CLI::App& app, Actions& actions) {
   fa->task.visit(AddFlagsVisitor{ft, "Task (default: the model's own)", {}});
   fa->train.visit(AddFlagsVisitor{ft, "Training", {}});
   fa->start.adapter.visit(AddFlagsVisitor{ft, "Adapters", {}});
-  ft->add_flag("--merge", fa->start.merge, "fold the adapters into the weights of the written model")
+  ft->add_flag("--merge", fa->start.merge,
+               "fold the adapters into the weights of the written model")
       ->group("Adapters");
   ft->add_flag("--resume", fa->resume, "continue from the checkpoint in --out")->group("Output");
   ft->add_flag("--json", fa->json, "print a JSON summary on stdout")->group("Output");

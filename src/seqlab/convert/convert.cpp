@@ -60,7 +60,8 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
                "convert: the model is not a softmax-attention model (its mixer is '{}'); only "
                "softmax Transformers are converted",
                tc.mixer.arch == "linear" ? "linear (" + tc.mixer.feature_map + ")" : tc.mixer.arch);
-  SEQLAB_CHECK(tc.mixer.causal, "convert: the model is bidirectional; only causal models become RNNs");
+  SEQLAB_CHECK(tc.mixer.causal,
+               "convert: the model is bidirectional; only causal models become RNNs");
   SEQLAB_CHECK(!teacher.adapters, "convert: merge the model's adapters first (finetune --merge)");
   ModelConfig sc = tc;
   sc.mixer.arch = cfg.to;

@@ -152,8 +152,8 @@ nlohmann::json lm_finetune(const nlohmann::json& cell, const std::string& run_di
   const auto model_dir = (fs::path(run_dir) / "model").string();
   auto j = read_config_json(init);
   auto o = train_model(ModelConfig::from_json(j["model"], init), task_cfg,
-                       TrainConfig::from_json(cell.at("train"), id), model_dir, /*resume=*/true,
-                       0, 0, start);
+                       TrainConfig::from_json(cell.at("train"), id), model_dir, /*resume=*/true, 0,
+                       0, start);
   auto row = model_row(id, cell, model_dir, o, *task, e);
   row["adapter"] = start.adapter.kind;
   if (start.adapter.kind != "none") {
@@ -175,7 +175,8 @@ int64_t state_bytes(const ModelState& s) {
       continue;
     }
     auto clone = layer->clone();
-    clone->for_each([&](const std::string&, torch::Tensor& t) { n += t.numel() * t.element_size(); });
+    clone->for_each(
+        [&](const std::string&, torch::Tensor& t) { n += t.numel() * t.element_size(); });
   }
   return n;
 }
@@ -238,16 +239,16 @@ nlohmann::json lm_bench(const nlohmann::json& cell, const std::string& run_dir) 
           lm.model->step(tokens.narrow(0, t, 1), state);
         if (t + 1 == C) {
           const double s = std::chrono::duration<double>(clock::now() - window_start).count();
-          rows.push_back({{"kind", "bench"},
-                          {"cell", id},
-                          {"label", m.value("label", dir)},
-                          {"engine", engine},
-                          {"arch", lm.config.mixer.arch},
-                          {"context", C},
-                          {"window", W},
-                          {"tokens_per_s", W / s},
-                          {"state_bytes", fast ? fast_state_bytes(*fm, fstate, C)
-                                               : state_bytes(state)}});
+          rows.push_back(
+              {{"kind", "bench"},
+               {"cell", id},
+               {"label", m.value("label", dir)},
+               {"engine", engine},
+               {"arch", lm.config.mixer.arch},
+               {"context", C},
+               {"window", W},
+               {"tokens_per_s", W / s},
+               {"state_bytes", fast ? fast_state_bytes(*fm, fstate, C) : state_bytes(state)}});
           ++next;
         }
       }

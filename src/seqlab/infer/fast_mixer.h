@@ -5,8 +5,9 @@
 // caller-owned scratch per step.
 //
 // The state layout is each mixer's own business, documented in its file; reset() writes the state
-// before the first token. Every mixer equals its LibTorch twin's step() (tests/test_fast_decoder.cpp
-// for the attention mixers, tests/test_fast_mixers.cpp for the recurrent ones).
+// before the first token. Every mixer equals its LibTorch twin's step()
+// (tests/test_fast_decoder.cpp for the attention mixers, tests/test_fast_mixers.cpp for the
+// recurrent ones).
 #pragma once
 
 #include "seqlab/core/safetensors.h"
@@ -55,8 +56,8 @@ class FastMixer {
   // n tokens at once (a prompt chunk): X [n,D] -> Y [n,D], advancing the state over positions
   // pos0 .. pos0+n-1; equal to n step() calls. The default is that loop; mixers whose cost is
   // mostly projections override it to run them as matrix-matrix products.
-  virtual void prefill(const float* X, float* Y, int64_t n, int64_t D, float* state,
-                       float* scratch, int64_t pos0) const {
+  virtual void prefill(const float* X, float* Y, int64_t n, int64_t D, float* state, float* scratch,
+                       int64_t pos0) const {
     for (int64_t i = 0; i < n; ++i) step(X + i * D, Y + i * D, state, scratch, pos0 + i);
   }
   // Scratch floats prefill() needs for n tokens.

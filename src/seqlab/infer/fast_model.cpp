@@ -23,9 +23,9 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
   SEQLAB_CHECK(!model.adapters, "fast decoder: merge the model's adapters first");
   D_ = cfg_.mixer.d_model;
   V_ = cfg_.vocab_size;
-  pos_ = model.uses_learned_positions() ? "learned"
-                                        : cfg_.resolved_pos(model.blocks->ptr<BlockImpl>(0)
-                                                                ->mixer->needs_positions());
+  pos_ = model.uses_learned_positions()
+             ? "learned"
+             : cfg_.resolved_pos(model.blocks->ptr<BlockImpl>(0)->mixer->needs_positions());
   auto all = model_tensors(model);
   wte_ = copy_of(all.at("wte.weight"));
   if (pos_ == "learned") wpe_ = copy_of(all.at("wpe.weight"));
@@ -166,8 +166,7 @@ void FastModel::save_state(const std::string& path, const DecoderState& s) const
                                 {static_cast<int64_t>(s.data.size())}, torch::kFloat)
                    .clone();
   t["pos"] = torch::tensor({s.pos}, torch::kLong);
-  save_safetensors(path, t,
-                   {{"format", "seqlab-decoder-state"}, {"model", cfg_.to_json().dump()}});
+  save_safetensors(path, t, {{"format", "seqlab-decoder-state"}, {"model", cfg_.to_json().dump()}});
 }
 
 DecoderState FastModel::load_state(const std::string& path) const {

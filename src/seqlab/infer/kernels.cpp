@@ -77,8 +77,7 @@ __attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float
   for (; r < rows; ++r) y[r] = dot_avx2(W + r * cols, x, cols) + (bias ? bias[r] : 0.0f);
 }
 
-__attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y,
-                                                   int64_t n) {
+__attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y, int64_t n) {
   const __m256 av = _mm256_set1_ps(a);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -103,7 +102,8 @@ __attribute__((target("avx2,fma"))) __m256 exp256(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
@@ -182,9 +182,12 @@ Kernel active_kernel() {
 
 const char* kernel_name(Kernel k) {
   switch (resolve(k)) {
-    case Kernel::avx2: return "avx2+fma";
-    case Kernel::scalar: return "scalar";
-    default: return "automatic";
+    case Kernel::avx2:
+      return "avx2+fma";
+    case Kernel::scalar:
+      return "scalar";
+    default:
+      return "automatic";
   }
 }
 
@@ -237,8 +240,8 @@ class RowPool {
     const int64_t r0 = std::min<int64_t>(job_.rows, i * per);
     const int64_t r1 = std::min<int64_t>(job_.rows, r0 + per);
     if (r1 > r0)
-      matvec_one(job_.W + r0 * job_.cols, job_.bias ? job_.bias + r0 : nullptr, job_.x,
-                 job_.y + r0, r1 - r0, job_.cols);
+      matvec_one(job_.W + r0 * job_.cols, job_.bias ? job_.bias + r0 : nullptr, job_.x, job_.y + r0,
+                 r1 - r0, job_.cols);
   }
   void work(int i) {
     // Generation 0 is "no job yet": a worker that starts late must still run the first job.
@@ -278,7 +281,9 @@ void set_threads(int n) {
   if (n > 1) g_pool = std::make_unique<RowPool>(n);
 }
 
-int threads() { return g_pool ? g_pool->size() : 1; }
+int threads() {
+  return g_pool ? g_pool->size() : 1;
+}
 
 void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
             int64_t cols) {
@@ -340,7 +345,8 @@ void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
 }
 
 void gelu(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
 void gelu_tanh(float* x, int64_t n) {

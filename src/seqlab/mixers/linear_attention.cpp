@@ -68,7 +68,7 @@ torch::Tensor LinearAttentionImpl::quadratic(const Features& f) {
 
 torch::Tensor LinearAttentionImpl::attention_weights(const torch::Tensor& x) {
   auto f = featurize(x);
-  auto [a, z] = scores(f);                                                  // [B,H,T,T]
+  auto [a, z] = scores(f);  // [B,H,T,T]
   // Row t of A V / normalizer with V = the identity: the weight query t gives each key.
   return normalize(a, a.sum(-1), f.q, z, z.defined());  // [B,H,T,T]
 }

@@ -21,8 +21,8 @@ torch::Tensor SoftmaxAttentionImpl::split_heads(const torch::Tensor& x) const {
 torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
   auto w = attention_weights(x);  // [B,H,T,T] (checks x)
   const int64_t B = x.size(0), T = x.size(1);
-  auto y = torch::matmul(w, split_heads(v(x)));  // [B,H,T,Dh]
-  return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));        // [B,T,D]
+  auto y = torch::matmul(w, split_heads(v(x)));               // [B,H,T,Dh]
+  return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));  // [B,T,D]
 }
 
 torch::Tensor SoftmaxAttentionImpl::attention_weights(const torch::Tensor& x) {

@@ -44,7 +44,9 @@ void AdapterConfig::validate() const {
                    "--tied-train: '{}' is not one of A,B,u,v", f);
 }
 
-std::vector<std::string> AdapterConfig::target_list() const { return split_commas(targets); }
+std::vector<std::string> AdapterConfig::target_list() const {
+  return split_commas(targets);
+}
 
 bool AdapterConfig::trains(char factor) const {
   if (kind == "lora") return factor == 'A' || factor == 'B';
@@ -85,8 +87,8 @@ AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList block
       auto lin = std::dynamic_pointer_cast<torch::nn::LinearImpl>(m.value());
       if (!lin) continue;
       const auto& path = m.key();
-      const std::string leaf = path.substr(path.rfind('.') == std::string::npos ? 0
-                                                                                : path.rfind('.') + 1);
+      const std::string leaf =
+          path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);
       found.emplace(leaf, torch::nn::Linear(lin));
       available += (available.empty() ? "" : ",") + leaf;
     }
@@ -101,9 +103,7 @@ AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList block
   // Parameters. Random factors come from a generator of their own: attaching adapters does not
   // disturb the global RNG stream.
   auto gen = at::detail::createCPUGenerator(cfg_.seed);
-  auto randn = [&](int64_t a, int64_t b, double sd) {
-    return at::normal(0.0, sd, {a, b}, gen);
-  };
+  auto randn = [&](int64_t a, int64_t b, double sd) { return at::normal(0.0, sd, {a, b}, gen); };
   auto layers = register_module("layers", Holder());
   Holder shared{nullptr};
   if (tied) shared = register_module("shared", Holder());
@@ -134,7 +134,8 @@ AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList block
     auto holder = per_layer[a.layer]->register_module(a.target, Holder());
     std::array<torch::Tensor, 4> f;
     if (!tied) {
-      f[0] = holder->register_parameter("A", randn(r, in, 1.0 / std::sqrt(static_cast<double>(in))));
+      f[0] =
+          holder->register_parameter("A", randn(r, in, 1.0 / std::sqrt(static_cast<double>(in))));
       f[1] = holder->register_parameter("B", torch::zeros({out, r}));
     } else {
       auto u = torch::ones({r});
@@ -166,9 +167,9 @@ torch::Tensor AdaptersImpl::delta(size_t i) const {
   const auto& f = factors_[i];
   const double scale = cfg_.alpha / static_cast<double>(cfg_.rank);
   if (cfg_.kind == "lora") return torch::matmul(f[1], f[0]) * scale;  // [out,r] @ [r,in]
-  auto B = f[1] * f[3].unsqueeze(1);  // diag(v) B      [out,r]
-  auto A = f[0] * f[2].unsqueeze(1);  // diag(u) A      [r,in]
-  return torch::matmul(B, A) * scale;  // [out,in]
+  auto B = f[1] * f[3].unsqueeze(1);                                  // diag(v) B      [out,r]
+  auto A = f[0] * f[2].unsqueeze(1);                                  // diag(u) A      [r,in]
+  return torch::matmul(B, A) * scale;                                 // [out,in]
 }
 
 void AdaptersImpl::apply() {
@@ -184,7 +185,8 @@ void AdaptersImpl::merge() {
   torch::NoGradGuard ng;
   std::vector<torch::Tensor> d;
   for (size_t i = 0; i < adapted_.size(); ++i) d.push_back(delta(i));
-  for (size_t i = 0; i < adapted_.size(); ++i) adapted_[i].base.add_(d[i].to(adapted_[i].base.dtype()));
+  for (size_t i = 0; i < adapted_.size(); ++i)
+    adapted_[i].base.add_(d[i].to(adapted_[i].base.dtype()));
   restore();
 }
 

@@ -73,9 +73,9 @@ nlohmann::json read_config_json(const std::string& dir) {
     const auto& k = it.key();
     bool section = false;
     for (const char* name : kSections) section = section || k == name;
-    SEQLAB_CHECK(k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" ||
-                     section,
-                 "{}: unknown field '{}'", path, k);
+    SEQLAB_CHECK(
+        k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" || section,
+        "{}: unknown field '{}'", path, k);
   }
   SEQLAB_CHECK(j.contains("model"), "{}: missing \"model\" section", path);
   return j;

@@ -4,9 +4,10 @@
 //   {"format": "seqlab-model", "format_version": 1, "seqlab_version": "0.1.0",
 //    "model": {ModelConfig fields}, "task": {...}, "train": {...}}
 // The optional sections (kSections below) belong to the layers above; the model layer carries
-// them through untouched, except "adapters", which always describes the saved model. Unknown top-level keys and unknown model fields are rejected.
-// model.safetensors holds every parameter and buffer of SeqModel by its stable name; the reader
-// rejects a missing or extra tensor, or a shape that does not match the config.
+// them through untouched, except "adapters", which always describes the saved model. Unknown
+// top-level keys and unknown model fields are rejected. model.safetensors holds every parameter and
+// buffer of SeqModel by its stable name; the reader rejects a missing or extra tensor, or a shape
+// that does not match the config.
 //
 // Writes are atomic (temp file, fsync, rename): a killed process never leaves a half-written file.
 #pragma once
@@ -26,7 +27,8 @@ constexpr int kFormatVersion = 1;
 //   adapters      unmerged adapters: model.safetensors holds adapters.* beside the base weights,
 //                 and load_model_dir attaches them (model/adapters.h)
 //   hf            what import-hf read (model/hf_gpt2.h)
-inline constexpr const char* kSections[] = {"task", "train", "convert", "finetune", "adapters", "hf"};
+inline constexpr const char* kSections[] = {"task",     "train",    "convert",
+                                            "finetune", "adapters", "hf"};
 inline const char* kConfigFile = "config.json";
 inline const char* kWeightsFile = "model.safetensors";
 

@@ -74,8 +74,8 @@ std::vector<TrainBenchRow> run_train_bench(const TrainBenchConfig& cfg) {
     log_info("bench train: {} (B {}, T {})", arch, cfg.batch, cfg.length);
     auto [m, sd] = throughput(cfg, static_cast<double>(cfg.batch * cfg.length), [&] {
       auto logits = model->forward(x);
-      auto loss = torch::nn::functional::cross_entropy(logits.reshape({-1, cfg.vocab}),
-                                                       y.reshape({-1}));
+      auto loss =
+          torch::nn::functional::cross_entropy(logits.reshape({-1, cfg.vocab}), y.reshape({-1}));
       opt.zero_grad();
       loss.backward();
       opt.step(1e-3);
@@ -117,9 +117,12 @@ std::string format_train_bench(const std::vector<TrainBenchRow>& rows, const std
   if (format == "json") {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& r : rows) {
-      nlohmann::json j = {{"kind", r.kind},       {"name", r.name},
-                          {"length", r.length},   {"batch", r.batch},
-                          {"tokens_per_s", r.tokens_per_s}, {"sd", r.sd}};
+      nlohmann::json j = {{"kind", r.kind},
+                          {"name", r.name},
+                          {"length", r.length},
+                          {"batch", r.batch},
+                          {"tokens_per_s", r.tokens_per_s},
+                          {"sd", r.sd}};
       if (r.ratio > 0) j["chunked_over_quadratic"] = r.ratio;
       a.push_back(j);
     }
@@ -137,12 +140,13 @@ std::string format_train_bench(const std::vector<TrainBenchRow>& rows, const std
     if (r.kind == "arch")
       out += fmt::format("| {} | {} × {} | {:.0f} ± {:.0f} |\n", r.name, r.batch, r.length,
                          r.tokens_per_s, r.sd);
-  out += "\n| linear attention form | T | forward+backward tokens/s | chunked / quadratic |\n"
-         "|---|---:|---:|---:|\n";
+  out +=
+      "\n| linear attention form | T | forward+backward tokens/s | chunked / quadratic |\n"
+      "|---|---:|---:|---:|\n";
   for (const auto& r : rows)
     if (r.kind == "linear_form")
-      out += fmt::format("| {} | {} | {:.0f} ± {:.0f} | {} |\n", r.name, r.length,
-                         r.tokens_per_s, r.sd, r.ratio > 0 ? fmt::format("{:.2f}×", r.ratio) : "");
+      out += fmt::format("| {} | {} | {:.0f} ± {:.0f} | {} |\n", r.name, r.length, r.tokens_per_s,
+                         r.sd, r.ratio > 0 ? fmt::format("{:.2f}×", r.ratio) : "");
   return out;
 }
 

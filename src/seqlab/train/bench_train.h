@@ -16,8 +16,8 @@
 namespace seqlab {
 
 struct TrainBenchConfig {
-  std::vector<std::string> archs = {"softmax", "t2r", "hedgehog", "elu1", "lstm",
-                                    "gru",     "qrnn", "s4d",     "mamba"};
+  std::vector<std::string> archs = {"softmax", "t2r",  "hedgehog", "elu1", "lstm",
+                                    "gru",     "qrnn", "s4d",      "mamba"};
   int64_t d_model = 64, n_layer = 2, batch = 8, length = 256, vocab = 257;
   std::vector<int64_t> form_lengths = {256, 1024, 4096};  // linear quadratic vs chunked
   std::string feature_map = "elu1";                       // of the linear-forms comparison

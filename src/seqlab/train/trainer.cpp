@@ -254,8 +254,8 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   res.first_loss = loop.first_loss;
   log_info("{} {} on {}: {} parameters ({} trainable), {} steps of {} x {}-{} tokens, {} threads",
            start.init.empty() ? "train" : "finetune", model_cfg.mixer.arch, task->name(),
-           res.parameters, res.trainable, train_cfg.steps,
-           train_cfg.batch, task_cfg.min_len, task_cfg.max_len, train_cfg.threads);
+           res.parameters, res.trainable, train_cfg.steps, train_cfg.batch, task_cfg.min_len,
+           task_cfg.max_len, train_cfg.threads);
 
   std::ofstream metrics(metrics_path, std::ios::app);
   const int64_t eval_every =

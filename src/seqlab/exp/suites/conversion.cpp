@@ -19,8 +19,7 @@ namespace seqlab {
 
 namespace {
 
-std::string conversion_report(const std::vector<nlohmann::json>& rows,
-                              const std::string& plot_dir);
+std::string conversion_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir);
 
 }  // namespace
 
@@ -63,11 +62,16 @@ SuiteSpec conversion_suite(bool quick) {
     return t;
   };
   auto model = [&](const std::string& arch) {
-    return grid_model(arch, D, L, max_ctx, {{"n_head", 4}, {"mlp_ratio", 4}, {"d_feature", quick ? 16 : 32}});
+    return grid_model(arch, D, L, max_ctx,
+                      {{"n_head", 4}, {"mlp_ratio", 4}, {"d_feature", quick ? 16 : 32}});
   };
-  nlohmann::json teacher = {{"id", "teacher"},       {"kind", "lm_train"}, {"label", "teacher (softmax)"},
-                            {"init", "teacher"},     {"model", model("softmax")},
-                            {"task", task},          {"train", train(teacher_steps, 1e-3)},
+  nlohmann::json teacher = {{"id", "teacher"},
+                            {"kind", "lm_train"},
+                            {"label", "teacher (softmax)"},
+                            {"init", "teacher"},
+                            {"model", model("softmax")},
+                            {"task", task},
+                            {"train", train(teacher_steps, 1e-3)},
                             {"eval", eval}};
   teacher["model"]["d_feature"] = 0;
   s.cells.push_back(teacher);
@@ -110,15 +114,15 @@ SuiteSpec conversion_suite(bool quick) {
     // From scratch, once per feature map (attention transfer needs a teacher: the Hedgehog row
     // is compared with both Hedgehog conversions).
     if (c.id != "hedgehog")
-      s.cells.push_back({{"id", "scratch_" + c.id},
-                         {"kind", "lm_train"},
-                         {"label", (c.fm == "hedgehog" ? std::string("Hedgehog") : c.label) +
-                                       ", from scratch"},
-                           {"init", "scratch"},
-                           {"model", model(c.fm)},
-                           {"task", task},
-                           {"train", train(ft_steps, 1e-3)},
-                           {"eval", eval}});
+      s.cells.push_back(
+          {{"id", "scratch_" + c.id},
+           {"kind", "lm_train"},
+           {"label", (c.fm == "hedgehog" ? std::string("Hedgehog") : c.label) + ", from scratch"},
+           {"init", "scratch"},
+           {"model", model(c.fm)},
+           {"task", task},
+           {"train", train(ft_steps, 1e-3)},
+           {"eval", eval}});
   }
   // Adapters on the Hedgehog conversion with attention transfer: the base frozen.
   for (const char* kind : {"lora", "tied_lora"}) {
@@ -138,15 +142,15 @@ SuiteSpec conversion_suite(bool quick) {
                        {"train", train(ft_steps, 3e-3)},
                        {"eval", eval}});
   }
-  s.cells.push_back({{"id", "bench"},
-                     {"kind", "lm_bench"},
-                     {"after", {"teacher", "conv_t2r", "conv_hedgehog_at"}},
-                     {"models",
-                      {{{"label", "teacher (softmax, KV cache)"}, {"from", "teacher/model"}},
-                       {{"label", "T2R, converted"}, {"from", "conv_t2r/model"}},
-                       {{"label", "Hedgehog + transfer, converted"},
-                        {"from", "conv_hedgehog_at/model"}}}},
-                     {"contexts", contexts}});
+  s.cells.push_back(
+      {{"id", "bench"},
+       {"kind", "lm_bench"},
+       {"after", {"teacher", "conv_t2r", "conv_hedgehog_at"}},
+       {"models",
+        {{{"label", "teacher (softmax, KV cache)"}, {"from", "teacher/model"}},
+         {{"label", "T2R, converted"}, {"from", "conv_t2r/model"}},
+         {{"label", "Hedgehog + transfer, converted"}, {"from", "conv_hedgehog_at/model"}}}},
+       {"contexts", contexts}});
   s.custom_report = conversion_report;
   return s;
 }
@@ -174,19 +178,19 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
       "before any finetuning.\n\n",
       any["eval_context"].get<int64_t>(), any["eval_tokens"].get<int64_t>(),
       any["d_model"].get<int64_t>(), any["n_layer"].get<int64_t>(), any["seed"].get<uint64_t>());
-  md += "| model | init | trainable | steps | train time | ppl converted | valid ppl | vs teacher |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|\n";
+  md +=
+      "| model | init | trainable | steps | train time | ppl converted | valid ppl | vs teacher |\n"
+      "|---|---|---:|---:|---:|---:|---:|---:|\n";
   const double teacher = by.count("teacher") ? by["teacher"]["ppl"].get<double>() : 0;
   for (const auto& r : lm) {
     const double ppl = r["ppl"].get<double>();
-    md += fmt::format("| {} | {} | {} | {} | {:.0f} s | {} | {:.3f} | {} |\n",
-                      r["label"].get<std::string>(), r["init"].get<std::string>(),
-                      fmt_count(r["trainable"].get<int64_t>()), r["steps"].get<int64_t>(),
-                      r["train_seconds"].get<double>(),
-                      r.contains("ppl_converted")
-                          ? fmt::format("{:.1f}", r["ppl_converted"].get<double>())
-                          : std::string(""),
-                      ppl, teacher > 0 ? fmt::format("{:+.1f}%", 100 * (ppl / teacher - 1)) : "");
+    md += fmt::format(
+        "| {} | {} | {} | {} | {:.0f} s | {} | {:.3f} | {} |\n", r["label"].get<std::string>(),
+        r["init"].get<std::string>(), fmt_count(r["trainable"].get<int64_t>()),
+        r["steps"].get<int64_t>(), r["train_seconds"].get<double>(),
+        r.contains("ppl_converted") ? fmt::format("{:.1f}", r["ppl_converted"].get<double>())
+                                    : std::string(""),
+        ppl, teacher > 0 ? fmt::format("{:+.1f}%", 100 * (ppl / teacher - 1)) : "");
   }
   // The measured targets.
   md += "\n## Targets\n\n";
@@ -199,21 +203,24 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     if (r["init"] == "converted" && r["ppl"].get<double>() < best)
       best = r["ppl"].get<double>(), best_id = r["label"].get<std::string>();
   if (teacher > 0 && std::isfinite(best))
-    md += fmt::format("- Best converted model within 5% of the teacher: {} ({}: {:.3f} vs "
-                      "teacher {:.3f}, {:+.1f}%).\n",
-                      best <= 1.05 * teacher ? "**met**" : "**missed**", best_id, best, teacher,
-                      100 * (best / teacher - 1));
+    md += fmt::format(
+        "- Best converted model within 5% of the teacher: {} ({}: {:.3f} vs "
+        "teacher {:.3f}, {:+.1f}%).\n",
+        best <= 1.05 * teacher ? "**met**" : "**missed**", best_id, best, teacher,
+        100 * (best / teacher - 1));
   const double control = ppl_of("teacher_ft");
   if (!std::isnan(control) && std::isfinite(best))
-    md += fmt::format("- Against the control (the teacher finetuned for the same steps, {:.3f}): "
-                      "best converted {:+.1f}%.\n",
-                      control, 100 * (best / control - 1));
+    md += fmt::format(
+        "- Against the control (the teacher finetuned for the same steps, {:.3f}): "
+        "best converted {:+.1f}%.\n",
+        control, 100 * (best / control - 1));
   for (const char* fm : {"t2r", "elu", "rfa", "hedgehog_at"}) {
     const double c = ppl_of(std::string("conv_") + fm), sc = ppl_of(std::string("scratch_") + fm);
     if (std::isnan(c) || std::isnan(sc)) continue;
-    md += fmt::format("- Converted beats from-scratch at equal steps ({}): {} ({:.3f} vs {:.3f}).\n",
-                      by["conv_" + std::string(fm)]["label"].get<std::string>(),
-                      c < sc ? "**yes**" : "**no**", c, sc);
+    md +=
+        fmt::format("- Converted beats from-scratch at equal steps ({}): {} ({:.3f} vs {:.3f}).\n",
+                    by["conv_" + std::string(fm)]["label"].get<std::string>(),
+                    c < sc ? "**yes**" : "**no**", c, sc);
   }
   const double at = ppl_of("conv_hedgehog_at"), nat = ppl_of("conv_hedgehog");
   if (!std::isnan(at) && !std::isnan(nat))
@@ -221,22 +228,24 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
                       at < nat ? "**yes**" : "**no**", at, nat);
   if (by.count("conv_hedgehog_at") && by["conv_hedgehog_at"].contains("distill_before")) {
     const auto& r = by["conv_hedgehog_at"];
-    md += fmt::format("\n## Attention transfer ({} steps, {:.0f} s)\n\nRow cross-entropy between "
-                      "the teacher's softmax attention and the Hedgehog feature maps' attention, "
-                      "on a held-out batch:\n\n| layer | before | after |\n|---:|---:|---:|\n",
-                      r["distill_steps"].get<int64_t>(), r.value("distill_seconds", 0.0));
+    md += fmt::format(
+        "\n## Attention transfer ({} steps, {:.0f} s)\n\nRow cross-entropy between "
+        "the teacher's softmax attention and the Hedgehog feature maps' attention, "
+        "on a held-out batch:\n\n| layer | before | after |\n|---:|---:|---:|\n",
+        r["distill_steps"].get<int64_t>(), r.value("distill_seconds", 0.0));
     for (size_t l = 0; l < r["distill_before"].size(); ++l)
       md += fmt::format("| {} | {:.4f} | {:.4f} |\n", l, r["distill_before"][l].get<double>(),
                         r["distill_after"][l].get<double>());
   }
   if (!bench.empty()) {
-    md += "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
-          "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
-          "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
-          "(infer/); tokens/s over the last tokens before each context length; state = the KV "
-          "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
-          "Absolute speeds are this machine's; compare rows.\n\n"
-          "| model | engine | context | tokens/s | state |\n|---|---|---:|---:|---:|\n";
+    md +=
+        "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
+        "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
+        "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
+        "(infer/); tokens/s over the last tokens before each context length; state = the KV "
+        "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
+        "Absolute speeds are this machine's; compare rows.\n\n"
+        "| model | engine | context | tokens/s | state |\n|---|---|---:|---:|---:|\n";
     for (const auto& b : bench)
       md += fmt::format("| {} | {} | {} | {:.0f} | {:.1f} KiB |\n", b["label"].get<std::string>(),
                         b.value("engine", "torch"), b["context"].get<int64_t>(),
@@ -250,7 +259,8 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
   for (const auto& r : lm) {
     if (r["curve"].empty()) continue;
     data += "# " + r["label"].get<std::string>() + "\n";
-    for (const auto& p : r["curve"]) data += fmt::format("{} {}\n", p[0].get<int64_t>(), p[1].get<double>());
+    for (const auto& p : r["curve"])
+      data += fmt::format("{} {}\n", p[0].get<int64_t>(), p[1].get<double>());
     data += "\n\n";
     cmds += fmt::format("{}'{}/curves.dat' index {} with linespoints title '{}'", idx ? ", " : "",
                         plot_dir, idx, r["label"].get<std::string>());
@@ -266,7 +276,8 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     embed(render_plot(plot_dir, "curves",
                       "set title 'validation perplexity during training'\nset xlabel 'step'\n"
                       "set ylabel 'valid ppl'\nset logscale y\nset key below\nset grid\n"
-                      "plot " + cmds + "\n"),
+                      "plot " +
+                          cmds + "\n"),
           "learning curves");
   }
   if (!bench.empty()) {
@@ -275,8 +286,9 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     for (const auto& b : bench) {
       const auto l = b["label"].get<std::string>() + " [" + b.value("engine", "torch") + "]";
       if (!series.count(l)) order.push_back(l);
-      series[l] += fmt::format("{} {} {}\n", b["context"].get<int64_t>(),
-                               b["tokens_per_s"].get<double>(), b["state_bytes"].get<int64_t>() / 1024.0);
+      series[l] +=
+          fmt::format("{} {} {}\n", b["context"].get<int64_t>(), b["tokens_per_s"].get<double>(),
+                      b["state_bytes"].get<int64_t>() / 1024.0);
     }
     std::string bd, sp, mem;
     for (size_t i = 0; i < order.size(); ++i) {
@@ -290,12 +302,15 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     embed(render_plot(plot_dir, "speed",
                       "set title 'generation speed vs context'\nset xlabel 'context (tokens)'\n"
                       "set ylabel 'tokens/s'\nset logscale x 2\nset key below\nset grid\n"
-                      "plot " + sp + "\n"),
+                      "plot " +
+                          sp + "\n"),
           "speed");
-    embed(render_plot(plot_dir, "memory",
-                      "set title 'generation state memory vs context'\nset xlabel 'context (tokens)'\n"
-                      "set ylabel 'state (KiB)'\nset logscale xy 2\nset key below\nset grid\n"
-                      "plot " + mem + "\n"),
+    embed(render_plot(
+              plot_dir, "memory",
+              "set title 'generation state memory vs context'\nset xlabel 'context (tokens)'\n"
+              "set ylabel 'state (KiB)'\nset logscale xy 2\nset key below\nset grid\n"
+              "plot " +
+                  mem + "\n"),
           "memory");
   }
   return md;

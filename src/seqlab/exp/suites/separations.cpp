@@ -1,7 +1,7 @@
-// Suite `separations`: the empirical side of Bhattamishra et al. (NeurIPS 2024), "Separations in the
-// Representational Capabilities of Transformers and Recurrent Architectures". Each task is trained
-// and tested at one length N, over a grid of widths, so the report's heatmaps show the width each
-// architecture needs as N grows.
+// Suite `separations`: the empirical side of Bhattamishra et al. (NeurIPS 2024), "Separations in
+// the Representational Capabilities of Transformers and Recurrent Architectures". Each task is
+// trained and tested at one length N, over a grid of widths, so the report's heatmaps show the
+// width each architecture needs as N grows.
 #include "seqlab/exp/grid.h"
 #include "seqlab/exp/suites/suites.h"
 

@@ -19,8 +19,14 @@ constexpr float kEps = 1e-6f;  // LinearAttentionImpl::kEps
 class FastLinear : public FastMixer {
  public:
   FastLinear(const MixerConfig& cfg, const Weights& w)
-      : map_(cfg.feature_map), D_(cfg.d_model), H_(cfg.n_head), Dh_(cfg.d_head()),
-        F_(feature_dim(cfg)), q_(w, "q", D_, D_), k_(w, "k", D_, D_), v_(w, "v", D_, D_),
+      : map_(cfg.feature_map),
+        D_(cfg.d_model),
+        H_(cfg.n_head),
+        Dh_(cfg.d_head()),
+        F_(feature_dim(cfg)),
+        q_(w, "q", D_, D_),
+        k_(w, "k", D_, D_),
+        v_(w, "v", D_, D_),
         o_(w, "o", D_, D_) {
     if (map_ == "elu1" || map_ == "relu") {
       Fo_ = Dh_;
@@ -72,7 +78,8 @@ class FastLinear : public FastMixer {
     matmul_rows(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, n, D_, D_);
     matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, D_, D_);
     matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, D_, D_);
-    for (int64_t i = 0; i < n; ++i) recur(Q + i * D_, K + i * D_, V + i * D_, A + i * D_, state, feat);
+    for (int64_t i = 0; i < n; ++i)
+      recur(Q + i * D_, K + i * D_, V + i * D_, A + i * D_, state, feat);
     matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, n, D_, D_);
   }
 

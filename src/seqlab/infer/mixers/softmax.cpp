@@ -13,8 +13,14 @@ namespace {
 class FastSoftmax : public FastMixer {
  public:
   FastSoftmax(const MixerConfig& cfg, const Weights& w)
-      : D_(cfg.d_model), H_(cfg.n_head), Dh_(cfg.d_head()), L_(cfg.max_len),
-        q_(w, "q", D_, D_), k_(w, "k", D_, D_), v_(w, "v", D_, D_), o_(w, "o", D_, D_) {}
+      : D_(cfg.d_model),
+        H_(cfg.n_head),
+        Dh_(cfg.d_head()),
+        L_(cfg.max_len),
+        q_(w, "q", D_, D_),
+        k_(w, "k", D_, D_),
+        v_(w, "v", D_, D_),
+        o_(w, "o", D_, D_) {}
   int64_t state_size() const override { return 2 * L_ * D_; }
   int64_t scratch_size() const override { return 4 * D_ + L_; }
   void reset(float* state) const override { std::fill(state, state + state_size(), 0.0f); }
@@ -44,8 +50,8 @@ class FastSoftmax : public FastMixer {
   void attend(const float* q, const float* k, const float* v, float* att, float* state, float* p,
               int64_t pos) const {
     SEQLAB_CHECK(pos < L_,
-                 "softmax attention: the KV cache is full (max_len = {}); cannot step token {}",
-                 L_, pos + 1);
+                 "softmax attention: the KV cache is full (max_len = {}); cannot step token {}", L_,
+                 pos + 1);
     float* K = state;
     float* V = state + L_ * D_;
     for (int64_t h = 0; h < H_; ++h) {
