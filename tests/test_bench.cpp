@@ -58,6 +58,15 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
     if (row["test"] == "tg") {
       EXPECT_GT(row["fast_over_torch"].get<double>(), 0) << row.dump();
     }
+    // The roofline floor and the ratio to it: fast generation rows only.
+    const bool fast_tg = row["test"] == "tg" && row["engine"] == "fast";
+    EXPECT_EQ(row.contains("floor_ms"), fast_tg) << row.dump();
+    if (fast_tg) {
+      EXPECT_GT(row["floor_ms"].get<double>(), 0) << row.dump();
+      EXPECT_NEAR(row["x_floor"].get<double>(),
+                  row["ms_per_token"].get<double>() / row["floor_ms"].get<double>(), 1e-9)
+          << row.dump();
+    }
   }
   EXPECT_EQ(measured, 8);
 
@@ -70,7 +79,7 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
   int lines = 0;
   while (std::getline(csv, line)) {
     ++lines;
-    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 14) << line;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 16) << line;
   }
   EXPECT_EQ(lines, 16);
 
@@ -82,7 +91,29 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
     if (line.rfind("| " + sm, 0) == 0 || line.rfind("| " + t2r, 0) == 0) ++table_rows;
   EXPECT_EQ(table_rows, 8) << r.out;  // models × contexts × engines
   EXPECT_NE(r.out.find("skipped: context 200"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| floor ms | x floor |"), std::string::npos) << r.out;
 
   expect_cli_error("bench decode --model " + sm + " --format xml", "--format");
   expect_cli_error("bench decode --model " + sm + " --engines fast,jax", "jax");
+}
+
+// A model the fast engine does not support (SEQLAB_TEST_FAST_UNSUPPORTED makes fast_support refuse
+// every model): its fast rows are skipped with the reason and a notice; torch is still measured.
+TEST(BenchDecodeCli, UnsupportedModelSkipsTheFastEngine) {
+  const auto t2r = lm_model("t2r", corpus());
+  setenv("SEQLAB_TEST_FAST_UNSUPPORTED", "hooked reason", 1);
+  auto r = run_seqlab("bench decode --model " + t2r +
+                      " --contexts 8 --gen 2 --reps 1 --engines fast,torch --format json");
+  unsetenv("SEQLAB_TEST_FAST_UNSUPPORTED");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("does not support"), std::string::npos) << r.err;
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 4u);
+  for (const auto& row : rows) {
+    if (row["engine"] == "fast") {
+      EXPECT_NE(row.value("note", "").find("hooked reason"), std::string::npos) << row.dump();
+    } else {
+      EXPECT_GT(row["tokens_per_s"].get<double>(), 0) << row.dump();
+    }
+  }
 }

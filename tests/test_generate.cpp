@@ -175,3 +175,46 @@ TEST(GenerateCli, BadInputIsAnErrorAndWritesNothing) {
                    "different model");
   expect_cli_error("generate --model " + sm + " --load-state " + corpus() + " -n 4", corpus());
 }
+
+// A model the fast engine does not support (SEQLAB_TEST_FAST_UNSUPPORTED makes fast_support
+// refuse every model, so the real models here exercise the path): the default engine (auto)
+// falls back to torch with one line on stderr and gives torch's tokens; an explicit --engine fast
+// is an error, and so is a state file, which only the fast engine has.
+TEST(GenerateCli, UnsupportedModelFallsBackToTorchOrIsAnErrorWithEngineFast) {
+  const auto m = lm_model("t2r");
+  const std::string args = "--prompt 'the cat' -n 12 --temperature 0";
+  const auto supported = gen_json(m, args);
+  EXPECT_EQ(supported["engine"], "fast") << "auto picks fast for a supported model";
+  const auto torch = gen_json(m, args + " --engine torch");
+
+  setenv("SEQLAB_TEST_FAST_UNSUPPORTED", "hooked reason", 1);
+  auto r = run_seqlab("generate --model " + m + " --threads 1 -q --json " + args);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("hooked reason"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("falling back to the torch engine"), std::string::npos) << r.err;
+  if (r.code == 0) {
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["engine"], "torch");
+    EXPECT_EQ(ids(j), ids(torch));
+  }
+  const auto explicit_fast = "generate --model " + m + " --engine fast " + args;
+  auto e = run_seqlab(explicit_fast);
+  unsetenv("SEQLAB_TEST_FAST_UNSUPPORTED");
+  EXPECT_EQ(e.code, 2) << e.err;
+  EXPECT_EQ(e.err.rfind("error: --engine fast: the fast engine does not support this model: "
+                        "hooked reason",
+                        0),
+            0u)
+      << e.err;
+  EXPECT_EQ(e.out, "");
+
+  setenv("SEQLAB_TEST_FAST_UNSUPPORTED", "hooked reason", 1);
+  const auto state = cli_tmp("fallback_state.safetensors");
+  auto s = run_seqlab("generate --model " + m + " " + args + " --save-state " + state);
+  unsetenv("SEQLAB_TEST_FAST_UNSUPPORTED");
+  EXPECT_EQ(s.code, 2) << s.err;
+  EXPECT_NE(s.err.find("need the fast engine"), std::string::npos) << s.err;
+  EXPECT_EQ(s.out, "");
+  EXPECT_FALSE(fs::exists(state));
+}

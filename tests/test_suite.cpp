@@ -51,6 +51,13 @@ void expect_valid_lm_cell(const nlohmann::json& c) {
   } else if (kind == "lm_bench") {
     for (const auto& m : c.at("models")) waits_for(m.at("from").get<std::string>());
     EXPECT_FALSE(c.at("contexts").empty()) << id;
+  } else if (kind == "mae_deq") {
+    auto mc = ModelConfig::from_json(c.at("model"), id);
+    auto tc = TaskConfig::from_json(c.at("task"), id);
+    auto task = make_task(tc);
+    EXPECT_LE(tc.max_len, mc.mixer.max_len) << id;
+    EXPECT_NO_THROW(task->sample(2, tc.max_len, 1)) << id;
+    EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
   } else {
     ADD_FAILURE() << id << ": unknown cell kind " << kind;
   }

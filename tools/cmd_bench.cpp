@@ -1,9 +1,11 @@
 // seqlab bench decode: prefill and generation speed and peak memory of the fast decoder and of
-// SeqModel::step, side by side (src/seqlab/infer/bench.h).
+// SeqModel::step, side by side (src/seqlab/infer/bench.h); seqlab bench roofline: this machine's
+// bandwidth and FMA ceiling, and the fast decoder's floor per token (src/seqlab/infer/roofline.h).
 #include "commands.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/infer/bench.h"
+#include "seqlab/infer/roofline.h"
 #include "seqlab/train/bench_train.h"
 
 #include <fmt/format.h>
@@ -57,8 +59,9 @@ int run_decode_worker(DecodeRunArgs& a) {
 }  // namespace
 
 void add_bench_commands(CLI::App& app, Actions& actions) {
-  auto* bench =
-      app.add_subcommand("bench", "benchmarks: `seqlab bench decode`, `seqlab bench train`");
+  auto* bench = app.add_subcommand("bench",
+                                   "benchmarks: `seqlab bench decode`, `seqlab bench roofline`, "
+                                   "`seqlab bench train`");
   bench->require_subcommand(1);
 
   auto ba = std::make_shared<BenchDecodeArgs>();
@@ -87,6 +90,45 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
       ->capture_default_str();
   dec->add_flag("-q,--quiet", ba->quiet, "no progress lines on stderr");
   actions.push_back({dec, [ba] { return run_bench_decode(*ba); }});
+
+  // roofline: the machine's ceilings and, per model, the fast decoder's floor per token.
+  struct RooflineArgs {
+    infer::RooflineConfig cfg;
+    std::string format = "md";
+    bool quiet = false;
+  };
+  auto ra_ = std::make_shared<RooflineArgs>();
+  auto* rf = bench->add_subcommand(
+      "roofline",
+      "read bandwidth (cache sizes and DRAM), peak FMA and matvec GFLOP/s on one core, and per "
+      "model the floor per generated token, max(bytes / bandwidth, FLOPs / peak), beside the "
+      "fast decoder's measured ms/token");
+  rf->add_option("--model", ra_->cfg.models, "model directories, comma-separated (optional)")
+      ->delimiter(',');
+  rf->add_option("--contexts", ra_->cfg.contexts, "context lengths, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  rf->add_option("--gen", ra_->cfg.gen,
+                 "greedy tokens timed after the context (0 = the floor only)")
+      ->capture_default_str();
+  rf->add_option("--reps", ra_->cfg.reps, "repetitions of the timing (mean ± sd)")
+      ->capture_default_str();
+  rf->add_option("--dram-mb", ra_->cfg.dram_mb, "buffer of the DRAM bandwidth measurement, MiB")
+      ->capture_default_str();
+  rf->add_option("-o,--format", ra_->format, "md or json")->capture_default_str();
+  rf->add_flag("-q,--quiet", ra_->quiet, "no progress lines on stderr");
+  actions.push_back({rf, [ra_] {
+                       if (ra_->quiet) log_level() = 0;
+                       SEQLAB_CHECK(ra_->format == "md" || ra_->format == "json",
+                                    "--format must be md or json, got '{}'", ra_->format);
+                       ra_->cfg.validate();
+                       log_info("bench roofline on {}", infer::machine_description());
+                       const auto machine = infer::measure_machine(ra_->cfg);
+                       const auto rows = infer::run_roofline(ra_->cfg, machine);
+                       std::cout << infer::format_roofline(machine, rows, ra_->format)
+                                 << std::flush;
+                       return 0;
+                     }});
 
   // train: training throughput per architecture; linear attention quadratic vs chunked.
   struct TrainArgs {

@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 struct GenerateArgs {
-  std::string model, prompt, prompt_file, prompt_ids, engine = "fast", save_state, load_state;
+  std::string model, prompt, prompt_file, prompt_ids, engine = "auto", save_state, load_state;
   int64_t max_new = 64;
   infer::SamplerConfig sampler;
   bool json = false, stop_at_eos = false;
@@ -72,9 +72,10 @@ int run_generate(GenerateArgs& a) {
   infer::set_threads(static_cast<int>(a.decoder_threads));
   a.sampler.validate();
   SEQLAB_CHECK(a.max_new >= 0, "--max-new must be >= 0, got {}", a.max_new);
-  SEQLAB_CHECK(a.engine == "fast" || a.engine == "torch",
-               "--engine must be fast or torch, got '{}'", a.engine);
-  SEQLAB_CHECK(a.engine == "fast" || (a.save_state.empty() && a.load_state.empty()),
+  SEQLAB_CHECK(a.engine == "auto" || a.engine == "fast" || a.engine == "torch",
+               "--engine must be auto, fast or torch, got '{}'", a.engine);
+  const bool wants_state = !a.save_state.empty() || !a.load_state.empty();
+  SEQLAB_CHECK(a.engine != "torch" || !wants_state,
                "--save-state and --load-state need --engine fast");
   const bool has_prompt =
       a.sub->count("--prompt") + a.sub->count("--prompt-file") + a.sub->count("--prompt-ids") > 0;
@@ -110,7 +111,14 @@ int run_generate(GenerateArgs& a) {
   if (a.sub->count("--prompt-ids")) prompt = parse_ids(a.prompt_ids, V);
 
   if (lm.model->adapters) lm.model->merge_adapters();
-  auto engine = infer::make_engine(a.engine, *lm.model);
+  // auto: the fast decoder where it supports the model, else torch with a one-line notice.
+  const auto choice = infer::choose_engine(a.engine, *lm.model);
+  SEQLAB_CHECK(choice.engine == "fast" || !wants_state,
+               "--save-state and --load-state need the fast engine, which does not support this "
+               "model: {}",
+               choice.reason);
+  if (!choice.notice.empty()) log_warn("{}", choice.notice);
+  auto engine = infer::make_engine(choice.engine, *lm.model);
   // The tokens to consume before sampling: a loaded state's pending token, then the prompt.
   std::vector<int64_t> inputs;
   if (!a.load_state.empty()) {
@@ -182,7 +190,7 @@ int run_generate(GenerateArgs& a) {
   const double tg_tps = gen_s > 0 ? n_gen / gen_s : 0;
   if (a.json) {
     nlohmann::json doc = {{"model", a.model},
-                          {"engine", a.engine},
+                          {"engine", choice.engine},
                           {"prompt_ids", prompt},
                           {"generated_ids", generated},
                           {"text", tok ? nlohmann::json(tok->decode(generated)) : nlohmann::json()},
@@ -202,8 +210,9 @@ int run_generate(GenerateArgs& a) {
   log_info(
       "{} engine{}: prefill {} tokens in {:.1f} ms ({:.0f} tokens/s); generated {} tokens in "
       "{:.1f} ms ({:.0f} tokens/s){}",
-      a.engine,
-      a.engine == "fast" ? fmt::format(" ({})", infer::kernel_name(infer::active_kernel())) : "",
+      choice.engine,
+      choice.engine == "fast" ? fmt::format(" ({})", infer::kernel_name(infer::active_kernel()))
+                              : "",
       n_prefill, 1e3 * prefill_s, pp_tps, n_gen, 1e3 * gen_s, tg_tps,
       a.save_state.empty() ? "" : "; state saved to " + a.save_state);
   return 0;
@@ -215,7 +224,8 @@ void add_generate_commands(CLI::App& app, Actions& actions) {
   auto ga = std::make_shared<GenerateArgs>();
   auto* g = app.add_subcommand(
       "generate",
-      "sample text from a causal language model (fast decoder by default), streaming each token "
+      "sample text from a causal language model (the fast decoder where it supports the model), "
+      "streaming each token "
       "to stdout; --save-state / --load-state pause and continue a generation");
   ga->sub = g;
   g->add_option("--model", ga->model, "model directory (an lm model)")->required();
@@ -244,7 +254,10 @@ void add_generate_commands(CLI::App& app, Actions& actions) {
                 "sampling seed; the draw at position p depends only on (seed, p)")
       ->capture_default_str()
       ->group("Sampling");
-  g->add_option("--engine", ga->engine, "fast (hand-written decoder) or torch (SeqModel::step)")
+  g->add_option("--engine", ga->engine,
+                "auto (fast where it supports the model, else torch with a notice), fast "
+                "(hand-written decoder; an error on a model it does not support) or torch "
+                "(SeqModel::step)")
       ->capture_default_str();
   g->add_option("--save-state", ga->save_state,
                 "after generating, write the decoder state to this file (fast engine)")

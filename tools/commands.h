@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,5 +49,15 @@ void add_hf_commands(CLI::App& app, Actions& actions);         // cmd_hf.cpp
 void add_convert_commands(CLI::App& app, Actions& actions);    // cmd_convert.cpp
 void add_generate_commands(CLI::App& app, Actions& actions);   // cmd_generate.cpp
 void add_bench_commands(CLI::App& app, Actions& actions);      // cmd_bench.cpp
+void add_classify_commands(CLI::App& app, Actions& actions);   // cmd_classify.cpp
+
+// seqlab eval on a classifier with --exit-threshold or --swag-samples (cmd_classify.cpp).
+struct ClassifierEvalArgs {
+  std::string model, split, exit_thresholds;
+  int64_t n = 0, batch = 0, seed = -1, swag_samples = 0;
+  double swag_scale = 0.5;
+  bool json = false;
+};
+int eval_classifier(const ClassifierEvalArgs& a);
 
 }  // namespace seqlab::cli

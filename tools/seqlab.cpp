@@ -76,9 +76,29 @@ struct EvalArgs {
   bool json = false;
   std::string split = "valid";  // lm models: the corpus split to measure
   int64_t max_tokens = 0;       // lm models: score only the split's first N tokens (0 = all)
+  std::string exit_thresholds;  // classifiers: early-exit curve at these thresholds
+  int64_t swag_samples = 0;     // classifiers: SWAG Bayesian model average of N samples
+  double swag_scale = 0.5;
 };
 
 void cmd_eval(const EvalArgs& a) {
+  if (!a.exit_thresholds.empty() || a.swag_samples != 0) {
+    SEQLAB_CHECK(a.task.empty() && a.lengths.empty(),
+                 "--exit-threshold / --swag-samples evaluate on the model's own task and length; "
+                 "drop --task / --lengths");
+    cli::ClassifierEvalArgs c;
+    c.model = a.model;
+    c.split = a.split;
+    c.exit_thresholds = a.exit_thresholds;
+    c.n = a.n;
+    c.batch = a.batch;
+    c.seed = a.seed;
+    c.swag_samples = a.swag_samples;
+    c.swag_scale = a.swag_scale;
+    c.json = a.json;
+    cli::eval_classifier(c);
+    return;
+  }
   auto lm = load_model_dir(a.model);
   TaskConfig tc;
   uint64_t seed = 0;
@@ -122,7 +142,7 @@ void cmd_eval(const EvalArgs& a) {
                  tc.task, task->min_length());
   nlohmann::json results = nlohmann::json::array();
   for (auto L : lengths) {
-    auto r = evaluate(*lm.model, *task, L, a.n, a.batch, seed);
+    auto r = evaluate(*lm.model, *task, L, a.n, a.batch, seed, parse_split(a.split));
     nlohmann::json row = {{"length", r.length},
                           {"accuracy", r.accuracy},
                           {"seq_accuracy", r.seq_accuracy},
@@ -183,7 +203,18 @@ int run(int argc, char** argv) {
   eval->add_option("--batch", ea.batch, "sequences per batch")->capture_default_str();
   eval->add_option("--seed", ea.seed, "evaluation seed (default: the training seed)");
   eval->add_flag("--json", ea.json, "print one JSON document on stdout");
-  eval->add_option("--split", ea.split, "lm models: corpus split to measure (valid, test, train)")
+  eval->add_option("--exit-threshold", ea.exit_thresholds,
+                   "classifiers with --exits: comma-separated confidence thresholds; prints the "
+                   "speed/accuracy curve (accuracy, mean layers, examples/s at batch 1) and "
+                   "per-exit ECE (a threshold above 1 runs every layer)");
+  eval->add_option("--swag-samples", ea.swag_samples,
+                   "classifiers trained with --swag-start: Bayesian model average of N SWAG "
+                   "samples, beside SWA and the plain weights (accuracy, NLL, ECE, agreement with "
+                   "annotators)");
+  eval->add_option("--swag-scale", ea.swag_scale, "SWAG: covariance scale of the samples (0 = SWA)")
+      ->capture_default_str();
+  eval->add_option("--split", ea.split,
+                   "corpus split to measure (valid, test, train): lm models and dataset tasks")
       ->capture_default_str();
   eval->add_option("--max-tokens", ea.max_tokens,
                    "lm models: score the split's first N tokens only (0 = all)")
@@ -223,6 +254,7 @@ int run(int argc, char** argv) {
   cli::add_convert_commands(app, actions);
   cli::add_generate_commands(app, actions);
   cli::add_bench_commands(app, actions);
+  cli::add_classify_commands(app, actions);
 
   auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
   auto* tasks = app.add_subcommand("tasks", "list tasks");

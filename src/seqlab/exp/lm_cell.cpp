@@ -1,5 +1,9 @@
 #include "seqlab/exp/lm_cell.h"
 
+#include "seqlab/exp/classify_cell.h"
+
+#include "seqlab/exp/mae_deq_cell.h"
+
 #include "seqlab/convert/convert.h"
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
@@ -264,7 +268,10 @@ nlohmann::json run_lm_cell(const nlohmann::json& cell, const std::string& run_di
   if (kind == "lm_train") return lm_train(cell, run_dir);
   if (kind == "lm_finetune") return lm_finetune(cell, run_dir);
   if (kind == "lm_bench") return lm_bench(cell, run_dir);
-  fail("cell {}: unknown kind '{}' (lm_train, lm_finetune, lm_bench)", cell.at("id").dump(), kind);
+  if (kind.rfind("classify_", 0) == 0) return run_classify_cell(cell, run_dir);
+  if (kind == "mae_deq") return run_mae_deq_cell(cell, run_dir);
+  fail("cell {}: unknown kind '{}' (lm_train, lm_finetune, lm_bench, mae_deq)",
+       cell.at("id").dump(), kind);
 }
 
 }  // namespace seqlab

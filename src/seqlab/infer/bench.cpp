@@ -2,7 +2,9 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/infer/engine.h"
+#include "seqlab/infer/fast_model.h"
 #include "seqlab/infer/kernels.h"
+#include "seqlab/infer/roofline.h"
 #include "seqlab/infer/sampler.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/task.h"
@@ -120,11 +122,12 @@ DecodeMeasurement measure_in_child(const DecodeBenchConfig& cfg, const std::stri
 
 struct ModelInfo {
   std::string arch;
-  int64_t limit = -1;      // max_sequence(), -1 = unbounded
-  std::string fast_error;  // why the fast engine cannot run it (empty when it can)
+  int64_t limit = -1;            // max_sequence(), -1 = unbounded
+  std::string fast_error;        // why the fast engine cannot run it (empty when it can)
+  std::vector<TokenCost> costs;  // per context: a generated token's cost (the middle one)
 };
 
-ModelInfo inspect_model(const std::string& dir, bool want_fast) {
+ModelInfo inspect_model(const std::string& dir, bool want_fast, const DecodeBenchConfig& cfg) {
   auto lm = load_model_dir(dir);
   const auto& mc = lm.config;
   SEQLAB_CHECK(mc.head == "lm" && mc.mixer.causal,
@@ -134,11 +137,9 @@ ModelInfo inspect_model(const std::string& dir, bool want_fast) {
   info.arch = mc.mixer.arch == "linear" ? "linear (" + mc.mixer.feature_map + ")" : mc.mixer.arch;
   info.limit = max_sequence(*lm.model);
   if (want_fast) {
-    try {
-      make_engine("fast", *lm.model);
-    } catch (const Error& e) {
-      info.fast_error = e.what();
-    }
+    info.fast_error = fast_support(*lm.model);
+    // The generated tokens sit at positions C .. C+gen-1; their mean cost is the middle one's.
+    for (int64_t C : cfg.contexts) info.costs.push_back(token_cost(*lm.model, C + cfg.gen / 2));
   }
   return info;
 }
@@ -205,13 +206,21 @@ std::vector<DecodeBenchRow> run_decode_bench(
       std::find(cfg.engines.begin(), cfg.engines.end(), "fast") != cfg.engines.end();
   // Every model is checked before anything runs.
   std::vector<ModelInfo> infos;
-  for (const auto& m : cfg.models) infos.push_back(inspect_model(m, want_fast));
+  for (const auto& m : cfg.models) infos.push_back(inspect_model(m, want_fast, cfg));
+  // The FLOP ceiling of the roofline, once per run.
+  double peak_gflops = 0;
+  for (const auto& info : infos)
+    if (want_fast && info.fast_error.empty() && peak_gflops == 0) peak_gflops = peak_fma_gflops();
 
   std::vector<DecodeBenchRow> rows;
   for (size_t mi = 0; mi < cfg.models.size(); ++mi) {
     const auto& model = cfg.models[mi];
     const auto& info = infos[mi];
-    for (int64_t C : cfg.contexts) {
+    if (want_fast && !info.fast_error.empty() && progress)
+      progress(fmt::format("bench decode: the fast engine does not support {} ({}); skipping it",
+                           model, info.fast_error));
+    for (size_t ci = 0; ci < cfg.contexts.size(); ++ci) {
+      const int64_t C = cfg.contexts[ci];
       // Repetitions outermost, engines inside: both engines see the same machine load.
       std::map<std::string, std::vector<DecodeMeasurement>> runs;
       std::map<std::string, std::string> notes;
@@ -220,8 +229,13 @@ std::vector<DecodeBenchRow> run_decode_bench(
           notes[e] = fmt::format("skipped: context {} + {} generated > max context {}", C, cfg.gen,
                                  info.limit);
         else if (e == "fast" && !info.fast_error.empty())
-          notes[e] = "skipped: " + info.fast_error;
+          notes[e] = "skipped: the fast engine does not support this model: " + info.fast_error;
       }
+      // The bandwidth of the roofline, measured at this cell's working set (weights + state).
+      Floor cell_floor;
+      if (want_fast && !notes.count("fast"))
+        cell_floor =
+            floor_of(info.costs[ci], read_bandwidth_gbs(info.costs[ci].bytes()), peak_gflops);
       for (int64_t r = 0; r < cfg.reps; ++r)
         for (const auto& e : cfg.engines) {
           if (notes.count(e)) continue;
@@ -263,6 +277,10 @@ std::vector<DecodeBenchRow> run_decode_bench(
           row.peak_rss_mb = peak;
           row.state_mb = static_cast<double>(ms.back().state_bytes) / (1024.0 * 1024.0);
           if (row.test == "tg") tg_mean[e] = st.mean;
+          if (row.test == "tg" && e == "fast" && cell_floor.ms() > 0) {
+            row.floor_ms = cell_floor.ms();
+            row.x_floor = row.ms_per_token / row.floor_ms;
+          }
           rows.push_back(row);
         }
       }
@@ -307,6 +325,7 @@ std::string format_decode_bench(const std::vector<DecodeBenchRow>& rows, const s
                   {"reps", r.reps},
                   {"threads", cfg.threads}});
         if (r.fast_over_torch > 0) j["fast_over_torch"] = r.fast_over_torch;
+        if (r.floor_ms > 0) j.update({{"floor_ms", r.floor_ms}, {"x_floor", r.x_floor}});
       } else {
         j["note"] = r.note;
       }
@@ -317,16 +336,18 @@ std::string format_decode_bench(const std::vector<DecodeBenchRow>& rows, const s
   if (format == "csv") {
     std::string s =
         "model,arch,engine,context,test,tokens,tokens_per_s,sd,ms_per_token,peak_rss_mb,state_mb,"
-        "reps,threads,fast_over_torch,note\n";
+        "reps,threads,fast_over_torch,floor_ms,x_floor,note\n";
     for (const auto& r : rows) {
       const bool ok = r.note.empty();
       s += fmt::format(
-          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model), csv_field(r.arch),
-          r.engine, r.context, r.test, r.tokens, ok ? fmt_num("{:.1f}", r.tokens_per_s) : "",
-          ok ? fmt_num("{:.1f}", r.sd) : "", ok ? fmt_num("{:.5f}", r.ms_per_token) : "",
-          ok ? fmt_num("{:.1f}", r.peak_rss_mb) : "", ok ? fmt_num("{:.5f}", r.state_mb) : "",
-          ok ? std::to_string(r.reps) : "", cfg.threads,
-          r.fast_over_torch > 0 ? fmt_num("{:.3f}", r.fast_over_torch) : "", csv_field(r.note));
+          "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_field(r.model),
+          csv_field(r.arch), r.engine, r.context, r.test, r.tokens,
+          ok ? fmt_num("{:.1f}", r.tokens_per_s) : "", ok ? fmt_num("{:.1f}", r.sd) : "",
+          ok ? fmt_num("{:.5f}", r.ms_per_token) : "", ok ? fmt_num("{:.1f}", r.peak_rss_mb) : "",
+          ok ? fmt_num("{:.5f}", r.state_mb) : "", ok ? std::to_string(r.reps) : "", cfg.threads,
+          r.fast_over_torch > 0 ? fmt_num("{:.3f}", r.fast_over_torch) : "",
+          r.floor_ms > 0 ? fmt_num("{:.5f}", r.floor_ms) : "",
+          r.floor_ms > 0 ? fmt_num("{:.3f}", r.x_floor) : "", csv_field(r.note));
     }
     return s;
   }
@@ -336,25 +357,31 @@ std::string format_decode_bench(const std::vector<DecodeBenchRow>& rows, const s
       "tg = {} greedy tokens after it; tokens/s mean ± sd over {} reps\n\n",
       machine_description(), kernel_name(active_kernel()), cfg.threads, cfg.gen, cfg.reps);
   s += "| model | arch | context | engine | pp tokens/s | tg tokens/s | tg ms/token | state MB | "
-       "peak RSS MB | tg fast/torch |\n";
-  s += "|---|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
+       "peak RSS MB | tg fast/torch | floor ms | x floor |\n";
+  s += "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   // pp and tg rows come in pairs (same model, context, engine).
   for (size_t i = 0; i + 1 < rows.size(); i += 2) {
     const auto& pp = rows[i];
     const auto& tg = rows[i + 1];
     if (!pp.note.empty()) {
-      s += fmt::format("| {} | {} | {} | {} | {} | — | — | — | — | — |\n", pp.model, pp.arch,
-                       pp.context, pp.engine, pp.note);
+      s += fmt::format("| {} | {} | {} | {} | {} | — | — | — | — | — | — | — |\n", pp.model,
+                       pp.arch, pp.context, pp.engine, pp.note);
       continue;
     }
     s += fmt::format(
         "| {} | {} | {} | {} | {:.0f} ± {:.0f} | {:.0f} ± {:.0f} | {:.3f} | {:.3g} | "
-        "{:.0f} | {} |\n",
+        "{:.0f} | {} | {} | {} |\n",
         pp.model, pp.arch, pp.context, pp.engine, pp.tokens_per_s, pp.sd, tg.tokens_per_s, tg.sd,
         tg.ms_per_token, tg.state_mb, tg.peak_rss_mb,
         tg.fast_over_torch > 0 && tg.engine == "fast" ? fmt::format("{:.2f}×", tg.fast_over_torch)
-                                                      : "");
+                                                      : "",
+        tg.floor_ms > 0 ? fmt::format("{:.4f}", tg.floor_ms) : "",
+        tg.floor_ms > 0 ? fmt::format("{:.2f}×", tg.x_floor) : "");
   }
+  if (std::any_of(rows.begin(), rows.end(), [](const auto& r) { return r.floor_ms > 0; }))
+    s += "\nfloor ms: the fast engine's roofline per generated token, max(bytes of weights and "
+         "state / read bandwidth measured at that size, FLOPs / peak FMA), one core "
+         "(`seqlab bench roofline`); x floor = tg ms/token ÷ floor.\n";
   return s;
 }
 

@@ -10,7 +10,9 @@
 // from that child alone (wait4's ru_maxrss) and peaks do not accumulate across measurements.
 // The peak includes the LibTorch runtime and the model's LibTorch weights, which every child
 // loads; the decoder state each engine holds is reported beside it.
-// Model loading (and the fast engine's weight copy) is not timed.
+// Model loading (and the fast engine's weight copy) is not timed. Fast generation rows also carry
+// the roofline floor (infer/roofline.h) and the ratio to it; a model the fast engine does not
+// support (infer::fast_support) has its fast rows skipped with the reason.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +53,11 @@ struct DecodeBenchRow {
   int64_t context = 0, tokens = 0, reps = 0;
   double tokens_per_s = 0, sd = 0, ms_per_token = 0, peak_rss_mb = 0, state_mb = 0;
   double fast_over_torch = 0;  // tg rows when both engines ran: fast tokens/s ÷ torch tokens/s
-  std::string note;            // set when the cell was skipped (nothing measured)
+  // Fast tg rows: the roofline floor per generated token (infer/roofline.h: bytes over the read
+  // bandwidth measured at the working set's size just before the cell, or FLOPs over peak FMA,
+  // whichever is larger) and ms_per_token ÷ floor_ms.
+  double floor_ms = 0, x_floor = 0;
+  std::string note;  // set when the cell was skipped (nothing measured)
 };
 
 // Runs the grid (every measurement in a child process); progress(msg) is called before each.

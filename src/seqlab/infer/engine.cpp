@@ -118,9 +118,31 @@ std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model
                cfg.head);
   SEQLAB_CHECK(cfg.mixer.causal, "not a causal model: a bidirectional mixer cannot generate");
   SEQLAB_CHECK(!model.adapters, "merge the model's adapters before decoding");
-  if (name == "fast") return std::make_unique<FastEngine>(model);
+  if (name == "fast") {
+    const auto why = fast_support(model);
+    SEQLAB_CHECK(why.empty(),
+                 "the fast engine does not support this model: {} (use --engine torch or auto)",
+                 why);
+    return std::make_unique<FastEngine>(model);
+  }
   if (name == "torch") return std::make_unique<TorchEngine>(model);
   fail("unknown engine '{}' (engines: fast, torch)", name);
+}
+
+EngineChoice choose_engine(const std::string& requested, SeqModelImpl& model) {
+  SEQLAB_CHECK(requested == "auto" || requested == "fast" || requested == "torch",
+               "--engine must be auto, fast or torch, got '{}'", requested);
+  const auto why = fast_support(model);
+  if (requested == "torch") return {"torch", "", why};
+  if (why.empty()) return {"fast", "", ""};
+  SEQLAB_CHECK(requested == "auto",
+               "--engine fast: the fast engine does not support this model: {} (use --engine "
+               "torch or auto)",
+               why);
+  return {
+      "torch",
+      "the fast engine does not support this model (" + why + "); falling back to the torch engine",
+      why};
 }
 
 int64_t max_sequence(SeqModelImpl& model) {

@@ -45,9 +45,19 @@ class Engine {
 };
 
 // "fast" or "torch" for a causal lm-head model with no unmerged adapters; the model must outlive
-// the torch engine (the fast one copies the weights). The fast engine is an error for a mixer that
-// has no fast form yet.
+// the torch engine (the fast one copies the weights). "fast" is an error naming the reason for a
+// model fast_support() (infer/fast_model.h) refuses.
 std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model);
+
+// Resolves a requested engine (auto | fast | torch) for this model. auto is fast where
+// fast_support() allows it, else torch, with `notice` set to one line saying why; an explicit fast
+// on a model the fast decoder refuses is a seqlab::Error naming the reason (and the way out).
+struct EngineChoice {
+  std::string engine;  // fast | torch
+  std::string notice;  // set when auto fell back to torch: one line for the user
+  std::string reason;  // fast_support()'s reason when the fast engine was not usable
+};
+EngineChoice choose_engine(const std::string& requested, SeqModelImpl& model);
 
 // The longest sequence (tokens consumed) the model handles: max_context with learned or
 // sinusoidal positions or a KV cache, else -1 (unbounded).

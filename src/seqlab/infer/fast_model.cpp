@@ -4,11 +4,40 @@
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/model_dir.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstdlib>
+#include <set>
 
 namespace seqlab::infer {
 
 namespace {
+
+// The ModelConfig / MixerConfig fields (flag names) the fast decoder was written for. Any other
+// field must hold its default: see fast_support().
+const std::set<std::string> kFastFields = {
+    "arch",           "feature-map", "d-model",     "n-head",       "d-state",    "d-feature",
+    "chunk-size",     "causal",      "qrnn-window", "qrnn-pooling", "expand",     "d-conv",
+    "max-context",    "init-seed",   "n-layer",     "mlp-ratio",    "activation", "pos",
+    "tie-embeddings", "vocab-size",  "head",        "n-classes",    "pooling"};
+
+const std::set<std::string> kFastArchs = {"softmax", "linear", "elman", "gru",
+                                          "lstm",    "qrnn",   "s4d",   "mamba"};
+
+// Finds the first field outside kFastFields whose value is not its default.
+struct NewFieldVisitor {
+  std::string found;
+  template <class T, class D>
+  void operator()(const T& field, const char* flag, const D& def, const char*) {
+    if (!found.empty() || kFastFields.count(flag)) return;
+    const nlohmann::json value = field, fallback = static_cast<T>(def);
+    if (value != fallback)
+      found =
+          fmt::format("its config sets {} = {} (the fast decoder implements only the default, {})",
+                      json_key(flag), value.dump(), fallback.dump());
+  }
+};
 
 std::vector<float> copy_of(const torch::Tensor& t) {
   auto c = t.detach().to(torch::kFloat).contiguous();
@@ -17,10 +46,32 @@ std::vector<float> copy_of(const torch::Tensor& t) {
 
 }  // namespace
 
+std::string fast_support(const ModelConfig& cfg) {
+  if (const char* hook = std::getenv("SEQLAB_TEST_FAST_UNSUPPORTED")) return hook;
+  if (cfg.head != "lm")
+    return fmt::format("its head is '{}' (the fast decoder runs lm heads only)", cfg.head);
+  if (!cfg.mixer.causal) return "its mixer is bidirectional (no recurrent form)";
+  if (!kFastArchs.count(cfg.mixer.arch))
+    return fmt::format("mixer '{}' has no fast form", cfg.mixer.arch);
+  if (cfg.activation != "gelu" && cfg.activation != "gelu_tanh")
+    return fmt::format("MLP activation '{}' has no fast form", cfg.activation);
+  if (cfg.pos != "auto" && cfg.pos != "learned" && cfg.pos != "sinusoidal" && cfg.pos != "none")
+    return fmt::format("positions '{}' have no fast form", cfg.pos);
+  NewFieldVisitor v;
+  ModelConfig copy = cfg;  // visit() is not const
+  copy.visit(v);
+  return v.found;
+}
+
+std::string fast_support(SeqModelImpl& model) {
+  auto why = fast_support(model.config());
+  if (why.empty() && model.adapters) why = "it has unmerged adapters (merge them first)";
+  return why;
+}
+
 FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
-  SEQLAB_CHECK(cfg_.head == "lm", "fast decoder: only lm-head models generate (this one is '{}')",
-               cfg_.head);
-  SEQLAB_CHECK(!model.adapters, "fast decoder: merge the model's adapters first");
+  const auto why = fast_support(model);
+  SEQLAB_CHECK(why.empty(), "the fast decoder does not support this model: {}", why);
   D_ = cfg_.mixer.d_model;
   V_ = cfg_.vocab_size;
   pos_ = model.uses_learned_positions()

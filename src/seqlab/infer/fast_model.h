@@ -16,6 +16,16 @@
 
 namespace seqlab::infer {
 
+// Why the fast decoder cannot run this model, or "" when it can. It runs causal lm-head models
+// whose mixer has a fast form (infer/mixers/), with no unmerged adapters, and refuses any config
+// field it does not implement: every ModelConfig / MixerConfig field outside the list it was
+// written for (kFastFields in fast_model.cpp) must hold its default, so a field added later (a
+// mixture of experts, an equilibrium block, ...) is refused by name until the fast decoder learns
+// it. The reason is one line, e.g. "its head is 'tag' (the fast decoder runs lm heads only)".
+// Test hook: when SEQLAB_TEST_FAST_UNSUPPORTED is set, its value is the reason for every model.
+std::string fast_support(const ModelConfig& cfg);
+std::string fast_support(SeqModelImpl& model);  // the config's reason, then adapters
+
 struct DecoderState {
   std::vector<float> data;  // every layer's state, one after another
   int64_t pos = 0;          // tokens consumed
@@ -23,7 +33,8 @@ struct DecoderState {
 
 class FastModel {
  public:
-  // Copies the weights of an lm-head model (adapters must be merged first).
+  // Copies the weights of an lm-head model (adapters must be merged first); a model
+  // fast_support() refuses is a seqlab::Error naming the reason.
   explicit FastModel(SeqModelImpl& model);
 
   const ModelConfig& config() const { return cfg_; }

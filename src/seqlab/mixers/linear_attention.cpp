@@ -181,10 +181,17 @@ torch::Tensor LinearAttentionImpl::recur(const Features& f, int64_t t, LinearAtt
   return normalize(num, den, qt, s.z, f.key_max.defined());     // [B,H,Dh]
 }
 
-torch::Tensor LinearAttentionImpl::merge_heads(const torch::Tensor& y, const torch::Tensor& x) {
+torch::Tensor LinearAttentionImpl::concat_heads(const torch::Tensor& y, const torch::Tensor& x) {
   const int64_t B = y.size(0), T = y.size(2);
-  auto yd = y.transpose(1, 2).reshape({B, T, cfg_.d_model}).to(x.dtype());  // [B,T,D]
-  return o(yd);                                                             // [B,T,D]
+  return y.transpose(1, 2).reshape({B, T, cfg_.d_model}).to(x.dtype());  // [B,T,D]
+}
+
+torch::Tensor LinearAttentionImpl::merge_heads(const torch::Tensor& y, const torch::Tensor& x) {
+  return o(concat_heads(y, x));  // [B,T,D]
+}
+
+torch::Tensor LinearAttentionImpl::forward_heads(const torch::Tensor& x) {
+  return concat_heads(chunked(featurize(x)), x);  // [B,T,D]
 }
 
 torch::Tensor LinearAttentionImpl::forward(const torch::Tensor& x) {
@@ -215,13 +222,17 @@ std::unique_ptr<MixerState> LinearAttentionImpl::init_state(int64_t batch) const
 }
 
 torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerState& st) {
+  return o(step_heads(x_t, st));  // [B,D]
+}
+
+torch::Tensor LinearAttentionImpl::step_heads(const torch::Tensor& x_t, MixerState& st) {
   auto& s = state_as<LinearAttentionState>(st, "linear");
   check_step_input(x_t, "linear attention");
   SEQLAB_CHECK(s.S.size(0) == x_t.size(0), "linear attention: state batch {} != input batch {}",
                s.S.size(0), x_t.size(0));
-  auto f = featurize(x_t.unsqueeze(1));                // features of [B,1,D]
-  auto y = recur(f, 0, s);                             // [B,H,Dh]
-  return merge_heads(y.unsqueeze(2), x_t).squeeze(1);  // [B,D]
+  auto f = featurize(x_t.unsqueeze(1));                              // features of [B,1,D]
+  auto y = recur(f, 0, s);                                           // [B,H,Dh]
+  return concat_heads(y.unsqueeze(2), x_t.unsqueeze(1)).squeeze(1);  // [B,D]
 }
 
 }  // namespace seqlab

@@ -77,6 +77,11 @@ class LinearAttentionImpl : public MixerImpl {
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
   bool needs_positions() const override { return true; }
+  // forward() and step() before the output projection o: the heads' outputs side by side,
+  // x [B,T,D] -> [B,T,D] (head h in columns h*Dh..(h+1)*Dh) and x_t [B,D] -> [B,D]. The mixture
+  // of attentive experts (mae.h) reweights the heads there.
+  torch::Tensor forward_heads(const torch::Tensor& x);
+  torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s);
 
   torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
   torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]
@@ -102,6 +107,8 @@ class LinearAttentionImpl : public MixerImpl {
   torch::Tensor recur(const Features& f, int64_t t, LinearAttentionState& s);
   // [B,H,T,Dh] fp32 -> o(...) [B,T,D] in the dtype of x
   torch::Tensor merge_heads(const torch::Tensor& y, const torch::Tensor& x);
+  // [B,H,T,Dh] fp32 -> [B,T,D] in the dtype of x, before o
+  torch::Tensor concat_heads(const torch::Tensor& y, const torch::Tensor& x);
 };
 
 }  // namespace seqlab

@@ -57,6 +57,16 @@ void MixerConfig::validate() {
                "--causal false (bidirectional) is only available for softmax and linear attention, "
                "not '{}'",
                arch);
+  SEQLAB_CHECK(!mae || arch == "softmax" || arch == "linear",
+               "--mae (mixture of attentive experts) needs softmax or linear attention, not '{}'",
+               arch);
+  SEQLAB_CHECK(!mae || n_head >= 2,
+               "--mae needs at least 2 heads (each expert drops one of them), got n_head = {}",
+               n_head);
+  SEQLAB_CHECK(mae_gate == "prefix" || mae_gate == "token",
+               "--mae-gate must be prefix or token, got '{}'", mae_gate);
+  SEQLAB_CHECK(mae_gate_hidden >= 0, "--mae-gate-hidden must be >= 0 (0 = d_model), got {}",
+               mae_gate_hidden);
 }
 
 }  // namespace seqlab

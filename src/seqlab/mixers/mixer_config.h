@@ -21,11 +21,14 @@ struct MixerConfig {
   int64_t chunk_size = 0;   // C: chunk length of linear attention's chunked form
   bool causal = true;       // false = bidirectional (attention mixers only)
   int64_t qrnn_window = 0;  // QRNN convolution width: 1 or 2
-  std::string qrnn_pooling;  // QRNN pooling: f | fo
-  int64_t expand = 0;        // Mamba: inner width = expand * D
-  int64_t d_conv = 0;        // Mamba: causal depthwise convolution width
-  int64_t max_len = 0;       // longest sequence: softmax KV cache, learned positions
-  uint64_t init_seed = 0;    // seed of fixed random matrices (rfa, performer) and initialisation
+  std::string qrnn_pooling;     // QRNN pooling: f | fo
+  int64_t expand = 0;           // Mamba: inner width = expand * D
+  int64_t d_conv = 0;           // Mamba: causal depthwise convolution width
+  int64_t max_len = 0;          // longest sequence: softmax KV cache, learned positions
+  uint64_t init_seed = 0;       // seed of fixed random matrices (rfa, performer) and initialisation
+  bool mae = false;             // softmax/linear only: mixture of attentive experts (mixers/mae.h)
+  std::string mae_gate;         // MAE gate input: prefix (mean of x_1..x_t) | token (x_t)
+  int64_t mae_gate_hidden = 0;  // MAE gate MLP width; 0 = D
 
   template <class V>
   void visit(V&& v) {
@@ -48,6 +51,12 @@ struct MixerConfig {
     v(max_len, "max-context", int64_t{2048},
       "longest sequence the model handles (learned positions, KV cache)");
     v(init_seed, "init-seed", uint64_t{1234}, "seed of random feature matrices and initialisation");
+    v(mae, "mae", false,
+      "mixture of attentive experts (Peng et al. 2020): H experts each dropping one head, mixed "
+      "by a gate (softmax/linear attention only, H >= 2)");
+    v(mae_gate, "mae-gate", std::string("prefix"),
+      "MAE gate input: prefix (mean of the tokens so far) | token (the current token)");
+    v(mae_gate_hidden, "mae-gate-hidden", int64_t{0}, "MAE gate hidden width (0 = d_model)");
   }
 
   MixerConfig() { visit(DefaultsVisitor{}); }

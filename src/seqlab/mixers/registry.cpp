@@ -6,6 +6,7 @@
 #include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/mixers/gru.h"
 #include "seqlab/mixers/lstm.h"
+#include "seqlab/mixers/mae.h"
 #include "seqlab/mixers/mamba.h"
 #include "seqlab/mixers/qrnn.h"
 #include "seqlab/mixers/s4d.h"
@@ -35,6 +36,8 @@ const std::vector<MixerEntry>& mixer_registry() {
 }
 
 Mixer make_mixer(const MixerConfig& cfg) {
+  // --mae wraps the attention mixer in a mixture of attentive experts (mae.h).
+  if (cfg.mae) return std::make_shared<MaeImpl>(cfg);
   for (const auto& e : mixer_registry())
     if (e.name == cfg.arch) return e.make(cfg);
   std::string names;

@@ -19,10 +19,14 @@ torch::Tensor SoftmaxAttentionImpl::split_heads(const torch::Tensor& x) const {
 }
 
 torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
+  return o(forward_heads(x));  // [B,T,D]
+}
+
+torch::Tensor SoftmaxAttentionImpl::forward_heads(const torch::Tensor& x) {
   auto w = attention_weights(x);  // [B,H,T,T] (checks x)
   const int64_t B = x.size(0), T = x.size(1);
-  auto y = torch::matmul(w, split_heads(v(x)));               // [B,H,T,Dh]
-  return o(y.transpose(1, 2).reshape({B, T, cfg_.d_model}));  // [B,T,D]
+  auto y = torch::matmul(w, split_heads(v(x)));            // [B,H,T,Dh]
+  return y.transpose(1, 2).reshape({B, T, cfg_.d_model});  // [B,T,D]
 }
 
 torch::Tensor SoftmaxAttentionImpl::attention_weights(const torch::Tensor& x) {
@@ -51,6 +55,10 @@ std::unique_ptr<MixerState> SoftmaxAttentionImpl::init_state(int64_t batch) cons
 }
 
 torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& st) {
+  return o(step_heads(x_t, st));  // [B,D]
+}
+
+torch::Tensor SoftmaxAttentionImpl::step_heads(const torch::Tensor& x_t, MixerState& st) {
   auto& s = state_as<SoftmaxAttentionState>(st, "softmax");
   check_step_input(x_t, "softmax attention");
   const int64_t B = x_t.size(0), H = cfg_.n_head, Dh = cfg_.d_head();
@@ -69,7 +77,7 @@ torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& s
   auto vc = s.v.narrow(2, 0, t + 1);                              // [B,H,t+1,Dh]
   auto scores = torch::matmul(qt, kc.transpose(-1, -2)) * scale;  // [B,H,1,t+1]
   auto y = torch::matmul(torch::softmax(scores, -1), vc);         // [B,H,1,Dh]
-  return o(y.reshape({B, cfg_.d_model}).to(x_t.dtype()));         // [B,D]
+  return y.reshape({B, cfg_.d_model}).to(x_t.dtype());            // [B,D]
 }
 
 }  // namespace seqlab

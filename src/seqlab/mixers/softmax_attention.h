@@ -33,6 +33,11 @@ class SoftmaxAttentionImpl : public MixerImpl {
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
   bool needs_positions() const override { return true; }
+  // forward() and step() before the output projection o: the heads' outputs side by side,
+  // x [B,T,D] -> [B,T,D] (head h in columns h*Dh..(h+1)*Dh) and x_t [B,D] -> [B,D]. The mixture
+  // of attentive experts (mae.h) reweights the heads there.
+  torch::Tensor forward_heads(const torch::Tensor& x);
+  torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s);
 
   torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
   torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]

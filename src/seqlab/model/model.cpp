@@ -2,6 +2,7 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/mixers/registry.h"
+#include "seqlab/model/deq.h"
 
 #include <cmath>
 
@@ -39,6 +40,11 @@ torch::Tensor BlockImpl::step(const torch::Tensor& x_t, MixerState& s) {
   return mlp ? h + mlp(ln2(h)) : h;         // [B,D]
 }
 
+ExitHeadImpl::ExitHeadImpl(int64_t d_model, int64_t n_classes) {
+  ln = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
+  head = register_module("head", torch::nn::Linear(d_model, n_classes));
+}
+
 ModelState ModelState::clone() const {
   ModelState c;
   c.pos = pos;
@@ -64,11 +70,13 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
   wte = register_module("wte", torch::nn::Embedding(cfg_.vocab_size, D));
   torch::nn::init::normal_(wte->weight, 0.0, 0.02);
   blocks = register_module("blocks", torch::nn::ModuleList());
-  for (int64_t i = 0; i < cfg_.n_layer; ++i) {
+  for (int64_t i = 0; i < (cfg_.deq.enabled ? 0 : cfg_.n_layer); ++i) {
     block_list_.push_back(Block(cfg_, i));
     blocks->push_back(block_list_.back());
   }
-  pos_ = cfg_.resolved_pos(block_list_.front()->mixer->needs_positions());
+  if (cfg_.deq.enabled) deq = register_module("deq", std::make_shared<DeqImpl>(cfg_));
+  pos_ = cfg_.resolved_pos(deq ? deq->mixer->needs_positions()
+                               : block_list_.front()->mixer->needs_positions());
   if (pos_ == "learned") {
     wpe = register_module("wpe", torch::nn::Embedding(cfg_.mixer.max_len, D));
     torch::nn::init::normal_(wpe->weight, 0.0, 0.02);
@@ -80,6 +88,16 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
           "head", torch::nn::Linear(torch::nn::LinearOptions(D, cfg_.vocab_size).bias(false)));
   } else {
     head = register_module("head", torch::nn::Linear(D, cfg_.n_classes));
+  }
+  const auto exit_layers = cfg_.exit_layers();
+  if (!exit_layers.empty()) {
+    exits = register_module("exits", torch::nn::ModuleList());
+    for (size_t j = 0; j + 1 < exit_layers.size(); ++j) {
+      exit_list_.push_back(ExitHead(D, cfg_.n_classes));
+      exits->push_back(exit_list_.back());
+    }
+    exit_temperature = register_buffer("exit_temperature",
+                                       torch::ones({static_cast<int64_t>(exit_layers.size())}));
   }
 }
 
@@ -104,7 +122,8 @@ torch::Tensor SeqModelImpl::project(const torch::Tensor& h) {
 torch::Tensor SeqModelImpl::hidden(const torch::Tensor& tokens) {
   SEQLAB_CHECK(tokens.dim() == 2, "tokens must be [B,T], got {} dims", tokens.dim());
   if (adapters) adapters->apply();
-  auto x = embed(tokens, 0);  // [B,T,D]
+  auto x = embed(tokens, 0);     // [B,T,D]
+  if (deq) x = deq->forward(x);  // [B,T,D] the equilibrium
   for (auto& b : block_list_) x = b->forward(x);
   return ln_f(x);  // [B,T,D]
 }
@@ -121,15 +140,89 @@ std::vector<torch::Tensor> SeqModelImpl::mixer_inputs(const torch::Tensor& token
   return out;
 }
 
-torch::Tensor SeqModelImpl::forward(const torch::Tensor& tokens) {
+torch::Tensor SeqModelImpl::pool(const torch::Tensor& h, const torch::Tensor& valid) const {
+  if (!valid.defined()) return cfg_.pooling == "mean" ? h.mean(1) : h.select(1, h.size(1) - 1);
+  SEQLAB_CHECK(valid.dim() == 2 && valid.size(0) == h.size(0) && valid.size(1) == h.size(1),
+               "valid must be [B,T] = [{},{}]", h.size(0), h.size(1));
+  auto m = valid.to(h.dtype()).unsqueeze(-1);                                   // [B,T,1]
+  if (cfg_.pooling == "mean") return (h * m).sum(1) / m.sum(1).clamp_min(1.0);  // [B,D]
+  // The last valid position of each row (padding is at the end).
+  auto last = (valid.to(torch::kLong).sum(1) - 1).clamp_min(0);        // [B]
+  auto idx = last.view({-1, 1, 1}).expand({h.size(0), 1, h.size(2)});  // [B,1,D]
+  return h.gather(1, idx).squeeze(1);                                  // [B,D]
+}
+
+torch::Tensor SeqModelImpl::forward(const torch::Tensor& tokens, const torch::Tensor& valid) {
   auto h = hidden(tokens);  // [B,T,D]
   if (cfg_.head != "classify") return project(h);
-  auto pooled = cfg_.pooling == "mean" ? h.mean(1) : h.select(1, h.size(1) - 1);  // [B,D]
-  return project(pooled);                                                         // [B,C]
+  return project(pool(h, valid));  // [B,C]
+}
+
+torch::Tensor SeqModelImpl::exit_head(size_t j, const torch::Tensor& x,
+                                      const torch::Tensor& valid) {
+  if (j == exit_list_.size()) return project(pool(ln_f(x), valid));  // the last layer's exit
+  return exit_list_[j]->head(pool(exit_list_[j]->ln(x), valid));     // [B,C]
+}
+
+std::vector<torch::Tensor> SeqModelImpl::exit_logits(const torch::Tensor& tokens,
+                                                     const torch::Tensor& valid) {
+  SEQLAB_CHECK(exits, "this model has no early exits (train it with --exits)");
+  SEQLAB_CHECK(tokens.dim() == 2, "tokens must be [B,T], got {} dims", tokens.dim());
+  if (adapters) adapters->apply();
+  const auto layers = cfg_.exit_layers();
+  std::vector<torch::Tensor> out;
+  auto x = embed(tokens, 0);  // [B,T,D]
+  size_t j = 0;
+  for (int64_t l = 1; l <= cfg_.n_layer; ++l) {
+    x = block_list_[l - 1]->forward(x);
+    if (j < layers.size() && layers[j] == l) out.push_back(exit_head(j++, x, valid));  // [B,C]
+  }
+  return out;
+}
+
+EarlyExitResult SeqModelImpl::classify_early(const torch::Tensor& tokens,
+                                             const torch::Tensor& valid, double threshold) {
+  SEQLAB_CHECK(exits, "this model has no early exits (train it with --exits)");
+  SEQLAB_CHECK(tokens.dim() == 2, "tokens must be [B,T], got {} dims", tokens.dim());
+  if (adapters) adapters->apply();
+  const auto layers = cfg_.exit_layers();
+  const int64_t B = tokens.size(0);
+  EarlyExitResult r;
+  r.logits = torch::zeros({B, cfg_.n_classes});
+  r.probs = torch::zeros({B, cfg_.n_classes});
+  r.exit = torch::zeros({B}, torch::kLong);
+  r.layers = torch::zeros({B}, torch::kLong);
+  auto rows = torch::arange(B, torch::kLong);  // original index of each row still running
+  auto x = embed(tokens, 0);                   // [b,T,D], b = rows still running
+  auto v = valid;                              // [b,T] or undefined
+  size_t j = 0;
+  for (int64_t l = 1; l <= cfg_.n_layer && rows.numel() > 0; ++l) {
+    x = block_list_[l - 1]->forward(x);
+    if (j == layers.size() || layers[j] != l) continue;
+    auto logits = exit_head(j, x, v);                                              // [b,C]
+    auto probs = torch::softmax(logits / exit_temperature[j].item<double>(), -1);  // [b,C]
+    auto stop = std::get<0>(probs.max(-1)).ge(threshold);                          // [b]
+    if (l == cfg_.n_layer) stop.fill_(true);
+    if (stop.any().item<bool>()) {
+      auto idx = rows.masked_select(stop);  // original rows that stop here
+      r.logits.index_copy_(0, idx, logits.index({stop}).to(r.logits.dtype()));
+      r.probs.index_copy_(0, idx, probs.index({stop}).to(r.probs.dtype()));
+      r.exit.index_fill_(0, idx, static_cast<int64_t>(j));
+      r.layers.index_fill_(0, idx, l);
+      auto keep = stop.logical_not();
+      rows = rows.masked_select(keep);
+      // Only the sequences still running go on to the next block.
+      x = x.index({keep});
+      if (v.defined()) v = v.index({keep});
+    }
+    ++j;
+  }
+  return r;
 }
 
 ModelState SeqModelImpl::init_state(int64_t batch) const {
   ModelState s;
+  if (deq) s.layers.push_back(deq->init_state(batch));
   for (const auto& b : block_list_) s.layers.push_back(b->mixer->init_state(batch));
   return s;
 }
@@ -140,6 +233,7 @@ torch::Tensor SeqModelImpl::step(const torch::Tensor& token, ModelState& s) {
                token.dim());
   if (adapters) adapters->apply();
   auto x = embed(token.unsqueeze(1), s.pos).squeeze(1);  // [B,D]
+  if (deq) x = deq->step(x, *s.layers.front());          // [B,D]
   for (size_t i = 0; i < block_list_.size(); ++i) x = block_list_[i]->step(x, *s.layers[i]);
   s.pos += 1;
   return project(ln_f(x));  // [B,V or C]

@@ -48,6 +48,23 @@ struct BlockImpl : torch::nn::Module {
 };
 TORCH_MODULE(Block);
 
+// An early-exit classifier on one layer's states (classify heads with --exits): LayerNorm, pooling
+// (the model's), Linear. The last layer's exit is the model's own ln_f + head.
+struct ExitHeadImpl : torch::nn::Module {
+  ExitHeadImpl(int64_t d_model, int64_t n_classes);
+  torch::nn::LayerNorm ln{nullptr};
+  torch::nn::Linear head{nullptr};
+};
+TORCH_MODULE(ExitHead);
+
+// What early-exit inference decided for each sequence of a batch.
+struct EarlyExitResult {
+  torch::Tensor logits;  // [B,C] raw logits of the exit each sequence stopped at
+  torch::Tensor probs;   // [B,C] their calibrated probabilities (softmax of logits / temperature)
+  torch::Tensor exit;    // [B] int64: index into exit_layers() of that exit
+  torch::Tensor layers;  // [B] int64: blocks run for that sequence
+};
+
 // The recurrent state of a whole model: one MixerState per block and the position of the next
 // token.
 struct ModelState {
@@ -56,12 +73,30 @@ struct ModelState {
   ModelState clone() const;
 };
 
+class DeqImpl;  // model/deq.h
+
 class SeqModelImpl : public torch::nn::Module {
  public:
   explicit SeqModelImpl(ModelConfig cfg);
 
-  // tokens [B,T] int64 -> lm: [B,T,V]; tag: [B,T,C]; classify: [B,C].
-  torch::Tensor forward(const torch::Tensor& tokens);
+  // tokens [B,T] int64 -> lm: [B,T,V]; tag: [B,T,C]; classify: [B,C]. valid [B,T] bool (classify
+  // only, optional) marks the real tokens: pooling skips the rest (padding). Mean pooling averages
+  // the valid positions; last pooling takes the last valid one.
+  torch::Tensor forward(const torch::Tensor& tokens, const torch::Tensor& valid = {});
+
+  // Early exits (classify heads built with --exits). The raw logits [B,C] of every exit, in the
+  // order of config().exit_layers(); the last equals forward().
+  std::vector<torch::Tensor> exit_logits(const torch::Tensor& tokens,
+                                         const torch::Tensor& valid = {});
+  // Inference that stops: blocks run one at a time, and after each exit layer the sequences whose
+  // calibrated top probability is >= threshold stop there; the rest continue (only they are
+  // computed further), and the last exit takes whatever is left. With threshold > 1 every sequence
+  // runs every block and gets forward()'s logits.
+  EarlyExitResult classify_early(const torch::Tensor& tokens, const torch::Tensor& valid,
+                                 double threshold);
+  // Per-exit softmax temperatures [n_exits] (1 until `seqlab calibrate` fits them); a buffer saved
+  // with the weights as "exit_temperature". Undefined for a model without exits.
+  torch::Tensor exit_temperature;
   // The final-norm hidden states: tokens [B,T] -> [B,T,D].
   torch::Tensor hidden(const torch::Tensor& tokens);
 
@@ -83,6 +118,9 @@ class SeqModelImpl : public torch::nn::Module {
   torch::nn::LayerNorm ln_f{nullptr};
   torch::nn::Linear head{nullptr};  // null for a tied lm head
   Adapters adapters{nullptr};       // LoRA / Tied-LoRA, when attached (model/adapters.h)
+  // --deq: one weight-tied equilibrium block (model/deq.h) in place of `blocks` (then empty).
+  std::shared_ptr<DeqImpl> deq;
+  torch::nn::ModuleList exits{nullptr};  // ExitHead per exit layer before the last (--exits)
 
   // Attaches adapters (registered as "adapters"): forward and step then use the adapted weights.
   void attach_adapters(const AdapterConfig& cfg);
@@ -94,9 +132,14 @@ class SeqModelImpl : public torch::nn::Module {
   // Token + position embeddings: tokens [B,T], first position p0 -> [B,T,D].
   torch::Tensor embed(const torch::Tensor& tokens, int64_t p0);
   torch::Tensor project(const torch::Tensor& h);  // [...,D] -> [...,V or C]
+  // Classify pooling over the valid positions: h [B,T,D], valid [B,T] or undefined -> [B,D].
+  torch::Tensor pool(const torch::Tensor& h, const torch::Tensor& valid) const;
+  // Logits [B,C] of exit j (index into exit_layers()) from that layer's output x [B,T,D].
+  torch::Tensor exit_head(size_t j, const torch::Tensor& x, const torch::Tensor& valid);
   ModelConfig cfg_;
   std::string pos_;  // resolved: learned | sinusoidal | none
   std::vector<Block> block_list_;
+  std::vector<ExitHead> exit_list_;
 };
 TORCH_MODULE(SeqModel);
 

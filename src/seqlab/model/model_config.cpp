@@ -17,8 +17,49 @@ void ModelConfig::validate() {
     SEQLAB_CHECK(n_classes > 1, "a {} head needs n_classes > 1, got {}", head, n_classes);
   SEQLAB_CHECK(pooling == "mean" || pooling == "last", "pooling must be mean or last, got '{}'",
                pooling);
+  if (!exits.empty()) {
+    SEQLAB_CHECK(head == "classify", "--exits needs a classify head (this model's is {})", head);
+    exit_layers();  // validates the list
+  }
   SEQLAB_CHECK(head != "lm" || mixer.causal,
                "an lm head needs a causal mixer (a bidirectional one would see the next token)");
+  if (deq.enabled) {
+    deq.validate();
+    SEQLAB_CHECK(n_layer == 1,
+                 "--deq uses one weight-tied block solved to its fixed point; set --n-layer 1 "
+                 "(got {}); its depth is --deq-max-iter",
+                 n_layer);
+    SEQLAB_CHECK(mixer.arch == "softmax" || mixer.arch == "linear",
+                 "--deq needs softmax or linear attention, not '{}'", mixer.arch);
+    SEQLAB_CHECK(exits.empty(), "--deq has no layers to exit from; drop --exits");
+  }
+}
+
+std::vector<int64_t> ModelConfig::exit_layers() const {
+  std::vector<int64_t> layers;
+  if (exits.empty()) return layers;
+  size_t start = 0;
+  while (start <= exits.size()) {
+    const size_t end = std::min(exits.find(',', start), exits.size());
+    const std::string item = exits.substr(start, end - start);
+    int64_t layer = 0;
+    size_t used = 0;
+    try {
+      layer = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    SEQLAB_CHECK(used == item.size() && !item.empty(),
+                 "--exits: '{}' is not a layer number (expected e.g. 1,2,4)", item);
+    SEQLAB_CHECK(layer >= 1 && layer <= n_layer,
+                 "--exits: layer {} does not exist; this model has layers 1..{}", layer, n_layer);
+    SEQLAB_CHECK(layers.empty() || layer > layers.back(),
+                 "--exits must list layers in increasing order without repeats, got '{}'", exits);
+    layers.push_back(layer);
+    start = end + 1;
+  }
+  if (layers.back() != n_layer) layers.push_back(n_layer);
+  return layers;
 }
 
 std::string ModelConfig::resolved_pos(bool mixer_needs_positions) const {

@@ -4,8 +4,11 @@
 #pragma once
 
 #include "seqlab/mixers/mixer_config.h"
+#include "seqlab/model/deq_config.h"
 
 #include <nlohmann/json.hpp>
+
+#include <vector>
 
 namespace seqlab {
 
@@ -20,6 +23,8 @@ struct ModelConfig {
   std::string head;         // lm (next token over V) | tag (a class per token) | classify (pooled)
   int64_t n_classes = 0;    // tag / classify: output classes
   std::string pooling;      // classify: mean | last
+  DeqConfig deq;            // deep equilibrium mode (model/deq.h); off unless deq.enabled
+  std::string exits;        // classify: early exits after these layers, "1,2,4" ("" = none)
 
   template <class V>
   void visit(V&& v) {
@@ -35,12 +40,19 @@ struct ModelConfig {
     v(head, "head", std::string("lm"), "output head: lm|tag|classify (set by the task)");
     v(n_classes, "n-classes", int64_t{0}, "classes of a tag/classify head (set by the task)");
     v(pooling, "pooling", std::string("mean"), "classify head pooling: mean|last");
+    deq.visit(v);
+    v(exits, "exits", std::string(""),
+      "classify: early-exit heads after these layers, e.g. 1,2,4 (the last layer is always an "
+      "exit; \"\" = none)");
   }
 
   ModelConfig() { visit(DefaultsVisitor{}); }
 
   // Resolves aliases and 'auto' values; throws seqlab::Error on an impossible combination.
   void validate();
+  // The layers (1-based, increasing) whose pooled state has a classifier: the --exits list plus
+  // the last layer. Empty for a model without exits.
+  std::vector<int64_t> exit_layers() const;
   // Positions actually used, after resolving 'auto' for this mixer.
   std::string resolved_pos(bool mixer_needs_positions) const;
 

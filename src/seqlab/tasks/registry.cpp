@@ -13,6 +13,7 @@
 #include "seqlab/tasks/mqar.h"
 #include "seqlab/tasks/bucket_sort.h"
 #include "seqlab/tasks/copy.h"
+#include "seqlab/tasks/copy_reverse_sort.h"
 #include "seqlab/tasks/cycle_navigation.h"
 #include "seqlab/tasks/duplicate_string.h"
 #include "seqlab/tasks/even_pairs.h"
@@ -20,6 +21,9 @@
 #include "seqlab/tasks/modular_arithmetic.h"
 #include "seqlab/tasks/reverse_string.h"
 #include "seqlab/tasks/stack_manipulation.h"
+#include "seqlab/tasks/supersense.h"
+#include "seqlab/tasks/pair_nli.h"
+#include "seqlab/tasks/difficulty.h"
 
 namespace seqlab {
 
@@ -71,6 +75,10 @@ const std::vector<TaskEntry>& task_registry() {
       {"bucket_sort",
        "--vocab symbols (default 5), SEP, n blanks: sorted; n = (T-1)/2 (CS, Deletang+ 2023)",
        make<BucketSortTask>},
+      {"copy_reverse_sort",
+       "task token, --vocab symbols (default 8), SEP, m blanks: copied, reversed or sorted as the "
+       "token says; m = (T-2)/2 (the MAE task mixture, Peng+ 2020)",
+       make<CopyReverseSortTask>},
       {"flip_flop", "LM on w/r/i-bit pairs, FFL(0.8); scored: the bit after each r (Liu+ 2023)",
        make_flip_flop},
       {"flip_flop_dense",
@@ -83,6 +91,17 @@ const std::vector<TaskEntry>& task_registry() {
        make<CopyTask>},
       {"lm", "language modelling: windows of T tokens of a --corpus (wordnet) by --tokenizer",
        make<LmTask>},
+      {"supersense",
+       "WordNet definition -> its lexicographer file, 45 classes (noun.animal, ..; classify)",
+       make_supersense},
+      {"supersense_pos", "WordNet definition -> part of speech, 4 classes (classify)",
+       make_supersense_pos},
+      {"pair_nli",
+       "definition pairs: entailment (hypernym) / neutral / contradiction (antonym), from WordNet",
+       make<PairNliTask>},
+      {"difficulty",
+       "--vocab classes (default 3) by indicator counts; known p*(y|x), annotators, difficulty",
+       make<DifficultyTask>},
   };
   return r;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "seqlab/core/fields.h"
+#include "seqlab/text/corpus.h"
 
 #include <torch/torch.h>
 
@@ -57,6 +58,10 @@ struct Batch {
   torch::Tensor input;   // [B,T] int64 tokens
   torch::Tensor target;  // [B,T] int64 (lm/tag) or [B] (classify)
   torch::Tensor mask;    // [B,T] bool: positions that are trained on and scored (lm/tag only)
+  // Optional, set by the tasks that know them (undefined otherwise):
+  torch::Tensor valid;       // [B,T] bool, classify: the real tokens, the ones pooled (padding off)
+  torch::Tensor soft;        // [B,C] float: the annotators' label distribution of each example
+  torch::Tensor difficulty;  // [B] float: each example's known difficulty (higher = harder)
 };
 
 struct Score {
@@ -80,6 +85,12 @@ class Task {
   virtual int64_t min_length() const { return 1; }
   // A batch of B sequences of length T; deterministic in seed.
   virtual Batch sample(int64_t batch, int64_t length, uint64_t seed) const = 0;
+  // A batch from one split. Tasks built on a fixed dataset (WordNet) draw from that split's
+  // examples; generated tasks have no splits (their evaluation streams use other seeds) and
+  // return sample(). sample() itself is the train split.
+  virtual Batch sample_split(int64_t batch, int64_t length, uint64_t seed, Split split) const {
+    return sample(batch, length, seed);
+  }
   // Scores model output (lm/tag: [B,T,C]; classify: [B,C]) against a batch.
   virtual Score score(const torch::Tensor& logits, const Batch& b) const;
 };

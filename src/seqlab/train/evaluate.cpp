@@ -7,7 +7,7 @@ uint64_t eval_seed(uint64_t seed, int64_t length) {
 }
 
 EvalResult evaluate(SeqModelImpl& model, const Task& task, int64_t length, int64_t n_seq,
-                    int64_t batch, uint64_t seed) {
+                    int64_t batch, uint64_t seed, Split split) {
   torch::NoGradGuard ng;
   const bool was_training = model.is_training();
   model.eval();
@@ -18,8 +18,8 @@ EvalResult evaluate(SeqModelImpl& model, const Task& task, int64_t length, int64
   const uint64_t base = eval_seed(seed, length);
   for (int64_t done = 0, i = 0; done < n_seq; done += batch, ++i) {
     const int64_t b = std::min(batch, n_seq - done);
-    auto data = task.sample(b, length, mix_seed(base, i));
-    auto s = task.score(model.forward(data.input), data);
+    auto data = task.sample_split(b, length, mix_seed(base, i), split);
+    auto s = task.score(model.forward(data.input, data.valid), data);
     loss_sum += s.loss * s.n;
     right += s.accuracy * s.n;
     r.n += s.n;

@@ -15,9 +15,10 @@ struct EvalResult {
 };
 
 // Scores `n_seq` sequences of `length` tokens, in batches of `batch`, from the evaluation stream
-// of `seed` (disjoint from the training stream of the same seed).
+// of `seed` (disjoint from the training stream of the same seed), drawn from `split` for tasks
+// built on a dataset (Task::sample_split).
 EvalResult evaluate(SeqModelImpl& model, const Task& task, int64_t length, int64_t n_seq,
-                    int64_t batch, uint64_t seed);
+                    int64_t batch, uint64_t seed, Split split = Split::valid);
 
 // The seed of the evaluation stream for a length: never equal to a training-step seed.
 uint64_t eval_seed(uint64_t seed, int64_t length);

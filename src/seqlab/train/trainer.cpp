@@ -9,12 +9,16 @@
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
+#include "seqlab/train/mae_schedule.h"
+#include "seqlab/model/deq.h"
 #include "seqlab/train/optim.h"
+#include "seqlab/train/swag.h"
 
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -34,6 +38,19 @@ void TrainConfig::validate() const {
   SEQLAB_CHECK(clip >= 0, "--clip must be >= 0, got {}", clip);
   SEQLAB_CHECK(eval_every >= 0 && eval_size > 0 && log_every > 0 && checkpoint_every >= 0,
                "--eval-every/--checkpoint-every must be >= 0 and --eval-size/--log-every > 0");
+  MaeSchedule::parse(mae_schedule);
+  SEQLAB_CHECK(swag_start >= 0, "--swag-start must be >= 0 (0 = no SWAG), got {}", swag_start);
+  if (swag_start == 0) {
+    SEQLAB_CHECK(swag_every == 0 && swag_rank == -1 && swag_lr == 0,
+                 "--swag-every/--swag-rank/--swag-lr need --swag-start (the step SWAG starts "
+                 "collecting at)");
+  } else {
+    SEQLAB_CHECK(swag_start < steps,
+                 "--swag-start {} is not inside the run: it must be below --steps {}", swag_start,
+                 steps);
+    SEQLAB_CHECK(swag_every >= 0 && swag_rank >= -1 && swag_lr >= 0,
+                 "--swag-every, --swag-rank and --swag-lr must be >= 0");
+  }
 }
 
 nlohmann::json TrainConfig::to_json() const {
@@ -117,8 +134,15 @@ void truncate_metrics(const std::string& path, int64_t step) {
 }
 
 void save_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, int64_t step,
-                     const LoopState& loop, const nlohmann::json& sections) {
+                     const LoopState& loop, const nlohmann::json& sections, const Swag* swag) {
   TensorMap t;
+  if (swag) {
+    // The SWAG moments are part of the resume point, and also written on their own for use.
+    auto st = swag->to_tensors();
+    t.insert(st.begin(), st.end());
+    save_safetensors((fs::path(out) / kSwagFile).string(), st,
+                     {{"seqlab_version", SEQLAB_VERSION}});
+  }
   t["trainer.loop"] = loop.to_tensor();
   for (auto& [k, v] : model_tensors(model)) t["model." + k] = v;
   for (auto& [k, v] : opt.state()) t[k] = v;
@@ -130,24 +154,42 @@ void save_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, in
   save_model_dir(out, model, sections);
 }
 
-int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, LoopState& loop) {
+int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, LoopState& loop,
+                        Swag* swag) {
   const std::string path = (fs::path(out) / kTrainStateFile).string();
   auto file = load_safetensors(path);
-  std::map<std::string, torch::Tensor> weights, optim;
+  std::map<std::string, torch::Tensor> weights, optim, swag_tensors;
   for (auto& [k, v] : file.tensors) {
     if (k.rfind("model.", 0) == 0)
       weights[k.substr(6)] = v;
+    else if (k.rfind("swag.", 0) == 0)
+      swag_tensors[k] = v;
     else if (k != "step" && k != "trainer.loop")
       optim[k] = v;
   }
   load_model_tensors(model, weights, path);
   opt.load_state(optim, path);
+  if (swag && !swag_tensors.empty()) *swag = Swag::from_tensors(swag_tensors, path);
   auto lp = file.tensors.find("trainer.loop");
   SEQLAB_CHECK(lp != file.tensors.end(), "{}: missing 'trainer.loop'", path);
   loop = LoopState::from_tensor(lp->second, path);
   auto it = file.tensors.find("step");
   SEQLAB_CHECK(it != file.tensors.end() && it->second.numel() == 1, "{}: missing 'step'", path);
   return it->second.item<int64_t>();
+}
+
+// The training loss: a model with early exits trains every exit, on the sum of their losses
+// (Schwartz et al. 2020); padding is left out of the pooling.
+torch::Tensor training_loss(SeqModelImpl& model, const Batch& b) {
+  if (model.exits) {
+    torch::Tensor sum;
+    for (const auto& l : model.exit_logits(b.input, b.valid)) {
+      auto li = task_loss(l, b);
+      sum = sum.defined() ? sum + li : li;
+    }
+    return sum;
+  }
+  return task_loss(model.forward(b.input, b.valid), b);
 }
 
 }  // namespace
@@ -226,9 +268,22 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     named.emplace_back(p.key(), p.value());
     params.push_back(p.value());
   }
+  const auto mae = MaeSchedule::parse(train_cfg.mae_schedule);
+  if (!mae.joint()) {
+    bool gates = false, experts = false;
+    for (const auto& [name, p] : named) (MaeSchedule::is_gate(name) ? gates : experts) = true;
+    SEQLAB_CHECK(gates && experts,
+                 "--mae-schedule {} alternates MAE gates and experts; this model has no trainable "
+                 "{} (train an --mae model)",
+                 train_cfg.mae_schedule, gates ? "experts" : "gates");
+  }
   AdamWOptions aopt;
   aopt.weight_decay = train_cfg.weight_decay;
   AdamW opt(named, aopt);
+  std::unique_ptr<Swag> swag;  // SWAG moments of the trainable parameters (train/swag.h)
+  const int64_t swag_every = train_cfg.swag_every > 0 ? train_cfg.swag_every : 10;
+  if (train_cfg.swag_start > 0)
+    swag = std::make_unique<Swag>(named, train_cfg.swag_rank < 0 ? 20 : train_cfg.swag_rank);
 
   nlohmann::json sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
   if (!start.init.empty()) sections["finetune"] = start.to_json();
@@ -238,7 +293,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   res.trainable = count_parameters(*model, /*trainable_only=*/true);
   LoopState loop;
   if (resuming) {
-    res.start_step = load_checkpoint(out, *model, opt, loop);
+    res.start_step = load_checkpoint(out, *model, opt, loop, swag.get());
     SEQLAB_CHECK(res.start_step <= train_cfg.steps, "{}: checkpoint is at step {}, past --steps {}",
                  state_path, res.start_step, train_cfg.steps);
     truncate_metrics(metrics_path, res.start_step);
@@ -267,16 +322,18 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     const int64_t span = task_cfg.max_len - task_cfg.min_len + 1;
     const int64_t len = task_cfg.min_len + static_cast<int64_t>(mix_seed(s, 1) % span);
     auto batch = task->sample(train_cfg.batch, len, s);
-    auto loss = task_loss(model->forward(batch.input), batch);
+    auto loss = training_loss(*model, batch);
     const double lv = loss.item<double>();
-    const double lr =
+    double lr =
         lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
+    if (swag && train_cfg.swag_lr > 0 && step >= train_cfg.swag_start) lr = train_cfg.swag_lr;
     const int64_t done = step + 1;
     opt.zero_grad();
     double gnorm = 0;
     if (std::isfinite(lv)) {
       loop.bad_in_a_row = 0;
       loss.backward();
+      mae.mask_gradients(named, step);  // block coordinate descent: one block trains per step
       gnorm = clip_grad_norm(params, train_cfg.clip);
       opt.step(lr);
       loop.window_loss += lv;
@@ -291,6 +348,8 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
                    "try a lower --lr",
                    loop.bad_in_a_row, step);
     }
+    if (swag && done > train_cfg.swag_start && (done - train_cfg.swag_start) % swag_every == 0)
+      swag->collect(named);
     nlohmann::json line;
     if ((done % train_cfg.log_every == 0 || done == train_cfg.steps) && loop.window_n > 0) {
       const double mean = loop.window_loss / loop.window_n;
@@ -298,6 +357,18 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       res.last_loss = mean;
       line = {{"step", done}, {"loss", mean}, {"lr", lr}, {"grad_norm", gnorm}};
       if (loop.skipped) line["skipped_steps"] = loop.skipped;
+      if (model->deq) {  // this step's solves (model/deq.h)
+        const auto d = model->deq->stats();
+        line["deq_iters"] = d.forward_iterations;
+        line["deq_residual"] = d.forward_residual;
+        if (d.forward_diverged) line["deq_diverged"] = true;
+        if (d.backward_iterations > 0) {
+          line["deq_bwd_iters"] = d.backward_iterations;
+          line["deq_bwd_residual"] = d.backward_residual;
+          if (d.backward_diverged) line["deq_bwd_diverged"] = true;
+        }
+      }
+      if (swag && swag->snapshots() > 0) line["swag_snapshots"] = swag->snapshots();
       loop.window_loss = 0;
       loop.window_n = 0;
     }
@@ -327,7 +398,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       metrics.flush();
     }
     if ((train_cfg.checkpoint_every > 0 && done % train_cfg.checkpoint_every == 0) || done == end)
-      save_checkpoint(out, *model, opt, done, loop, sections);
+      save_checkpoint(out, *model, opt, done, loop, sections, swag.get());
     bar.update(done, fmt::format("loss {:.4f}", res.last_loss));
   }
   bar.finish();

@@ -24,6 +24,9 @@ struct TrainConfig {
   uint64_t seed = 0;
   int64_t eval_every = 0, eval_size = 0, log_every = 0, checkpoint_every = 0;
   int64_t threads = 0;
+  int64_t swag_start = 0, swag_every = 0, swag_rank = 0;  // SWAG collection (train/swag.h)
+  double swag_lr = 0;
+  std::string mae_schedule;  // joint | bcd:G,E (train/mae_schedule.h)
 
   template <class V>
   void visit(V&& v) {
@@ -43,6 +46,17 @@ struct TrainConfig {
     v(threads, "threads", int64_t{0},
       "intra-op threads (0 = all cores); recorded and reused on --resume, since the thread count "
       "changes the floating-point sums");
+    v(swag_start, "swag-start", int64_t{0},
+      "SWAG: collect weight snapshots after this step (0 = no SWAG); moments go to "
+      "swag.safetensors");
+    v(swag_every, "swag-every", int64_t{0}, "SWAG: steps between snapshots (0 = 10)");
+    v(swag_rank, "swag-rank", int64_t{-1},
+      "SWAG: deviation columns kept, K (-1 = 20; 0 = diagonal SWAG)");
+    v(swag_lr, "swag-lr", 0.0,
+      "SWAG: constant learning rate from --swag-start on (0 = keep the cosine schedule)");
+    v(mae_schedule, "mae-schedule", std::string("joint"),
+      "MAE models: joint (gate and experts together) | bcd:G,E (block coordinate descent: G "
+      "gate-only steps, then E expert-only steps, repeated)");
   }
   TrainConfig() { visit(DefaultsVisitor{}); }
   void validate() const;

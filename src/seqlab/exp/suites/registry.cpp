@@ -17,6 +17,14 @@ const std::vector<SuiteEntry>& suite_registry() {
        "swap-then-finetune: softmax teacher LM -> T2R / Hedgehog / ELU / RFA RNNs, LoRA, "
        "Tied-LoRA; speed and memory (Kasai+ 2021, Zhang+ 2024)",
        conversion_suite},
+      {"exit_swag",
+       "early exit with calibrated confidence and SWAG uncertainty on supersense, pair_nli and "
+       "difficulty (Schwartz+ 2020, Maddox+ 2019, Talman+ 2023)",
+       exit_swag_suite},
+      {"mae_deq",
+       "mixture of attentive experts vs multi-head attention; deep equilibrium LM vs unrolled and "
+       "stacked: perplexity, expert specialisation, training memory (Peng+ 2020, Bai+ 2019)",
+       mae_deq_suite},
   };
   return r;
 }

@@ -11,5 +11,7 @@ SuiteSpec chomsky_suite(bool quick);      // Deletang et al. 2023
 SuiteSpec recall_suite(bool quick);
 SuiteSpec conversion_suite(bool quick);  // Kasai et al. 2021 (T2R), Zhang et al. 2024 (Hedgehog) //
                                          // Arora et al. 2023, Liu et al. 2023, Jelassi et al. 2024
+SuiteSpec exit_swag_suite(bool quick);   // Schwartz et al. 2020, Maddox et al. 2019
+SuiteSpec mae_deq_suite(bool quick);     // Peng et al. 2020 (MAE), Bai et al. 2019 (DEQ)
 
 }  // namespace seqlab
