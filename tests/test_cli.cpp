@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "seqlab/core/safetensors.h"
+#include "seqlab/model/model_dir.h"
+
+#include <fmt/format.h>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -133,25 +136,47 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-// Killed with SIGKILL at a random moment after its first checkpoint (possibly mid-write), then
-// resumed: the weights and the metrics log equal an uninterrupted run's, bit for bit.
+// Killed with SIGKILL at random moments, again and again: first after its first checkpoint, then
+// at any moment of each resumed run (start-up, a step, a checkpoint half-written). After every
+// kill the directory loads and its checkpoint never goes back; the last resume ends with weights
+// and a metrics log equal to an uninterrupted run's, bit for bit.
 TEST(Cli, KilledRunResumesBitwiseExactly) {
   const std::string args =
       "train --task parity --arch gru --steps 200 --checkpoint-every 10 "
       "--log-every 3 --max-len 10" +
       kTiny;
   const auto full = tmp_dir("full"), part = tmp_dir("part");
+  const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(run_cli(args + "--out " + full).code, 0);
-  std::mt19937 rng(std::random_device{}());
-  const pid_t pid = start_cli(split(args + "--out " + part));
+  // Kill moments are spread over a whole run's duration (start-up included).
+  const auto run_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  const unsigned seed = std::random_device{}();
+  std::mt19937 rng(seed);
   const auto state = fs::path(part) / "train_state.safetensors";
-  for (int i = 0; i < 4000 && !fs::exists(state); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  const int64_t at = checkpoint_step(part);
-  ASSERT_LT(at, 200) << "the run finished before the kill: nothing was interrupted";
+  int64_t at = -1;
+  for (int kill_no = 0; kill_no < 4; ++kill_no) {
+    const pid_t pid =
+        start_cli(split(kill_no == 0 ? args + "--out " + part : "train --resume -q --out " + part));
+    if (kill_no == 0) {
+      for (int i = 0; i < 4000 && !fs::exists(state); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % (run_us + 1)));
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    const std::string when =
+        fmt::format("kill {} (seed {}, previous checkpoint at step {})", kill_no, seed, at);
+    EXPECT_NO_THROW(seqlab::load_model_dir(part)) << when;
+    const int64_t now = checkpoint_step(part);
+    if (kill_no == 0)
+      ASSERT_LT(now, 200) << "the run finished before the kill: nothing was interrupted";
+    EXPECT_GE(now, at) << when;
+    at = now;
+  }
   auto r = run_cli("train --resume --out " + part + " -q");
   ASSERT_EQ(r.code, 0) << r.err;
   auto a = seqlab::load_safetensors((fs::path(full) / "model.safetensors").string()).tensors;
@@ -176,6 +201,71 @@ TEST(Cli, KilledBeforeTheFirstCheckpointLoadsAndResumes) {
   auto a = seqlab::load_safetensors((fs::path(full) / "model.safetensors").string()).tensors;
   auto b = seqlab::load_safetensors((fs::path(part) / "model.safetensors").string()).tensors;
   for (auto& [k, v] : a) EXPECT_TRUE(v.equal(b.at(k))) << k;
+}
+
+// --max-bad-steps: the run stops at that many non-finite losses in a row (each one's update
+// skipped), with a one-line error, and the last checkpoint before them loads.
+TEST(Cli, StopsAfterMaxBadStepsKeepingTheLastCheckpoint) {
+  const auto dir = tmp_dir("nan");
+  const std::string args =
+      "train --task parity --arch gru --steps 40 --checkpoint-every 5 --max-len 10" + kTiny;
+  setenv("SEQLAB_TEST_NAN_FROM_STEP", "12", 1);  // steps 12, 13, 14, ... (0-based) are NaN
+  auto r = run_cli(args + "--max-bad-steps 3 --out " + dir);
+  unsetenv("SEQLAB_TEST_NAN_FROM_STEP");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("non-finite loss at 3 steps in a row (last at step 14, --max-bad-steps 3)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(checkpoint_step(dir), 10);
+  EXPECT_NO_THROW(seqlab::load_model_dir(dir));
+  // The default allows 10 in a row; the field is saved with the run's config.
+  setenv("SEQLAB_TEST_NAN_FROM_STEP", "12", 1);
+  r = run_cli(args + "--out " + tmp_dir("nan10"));
+  unsetenv("SEQLAB_TEST_NAN_FROM_STEP");
+  EXPECT_NE(r.err.find("at 10 steps in a row (last at step 21, --max-bad-steps 10)"),
+            std::string::npos)
+      << r.err;
+  expect_error(args + "--max-bad-steps 0 --out " + tmp_dir("nan0"), "--max-bad-steps must be >= 1");
+}
+
+// An --out that cannot be created is one clear line naming it; a write that fails mid-run (a full
+// disk, simulated with RLIMIT_FSIZE, which binds root too) stops the run with the previous
+// checkpoint byte for byte intact and no temporary file left, and a later --resume finishes.
+TEST(Cli, UnwritableOutIsAClearErrorAndKeepsTheLastCheckpoint) {
+  const std::string args =
+      "train --task parity --arch gru --steps 40 --checkpoint-every 10 --max-len 10" + kTiny;
+  expect_error(args + "--out /dev/null/x", "/dev/null");
+  const auto file = tmp_dir("a_file");
+  std::ofstream(file) << "not a directory";
+  expect_error(args + "--out " + file + "/run", file);
+
+  const auto dir = tmp_dir("disk_full");
+  ASSERT_EQ(run_cli(args + "--steps 20 --out " + dir).code, 0);
+  const auto model = (fs::path(dir) / "model.safetensors").string();
+  const auto state = (fs::path(dir) / "train_state.safetensors").string();
+  const std::string state_before = slurp_file(state);
+  // A file-size limit that model.safetensors and metrics.jsonl fit under but the checkpoint
+  // (weights + AdamW moments) does not. dash's ulimit -f counts 512-byte blocks.
+  const auto limit_blocks = fs::file_size(model) / 512 + 2;
+  ASSERT_GT(state_before.size(), limit_blocks * 512);
+  const auto err = (fs::path(tmp_dir("disk_full_err"))).string();
+  const int status = std::system(
+      fmt::format("trap '' XFSZ; ulimit -f {}; exec {} train --resume --steps 40 -q --out {} 2>{}",
+                  limit_blocks, seqlab_bin(), dir, err)
+          .c_str());
+  const std::string msg = slurp_file(err);
+  EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 2) << msg;
+  EXPECT_EQ(msg.rfind("error: cannot write " + state, 0), 0u) << msg;
+  EXPECT_NE(msg.find("File too large"), std::string::npos) << msg;
+  EXPECT_EQ(std::count(msg.begin(), msg.end(), '\n'), 1) << msg;
+  EXPECT_EQ(slurp_file(state), state_before);
+  EXPECT_EQ(checkpoint_step(dir), 20);
+  EXPECT_NO_THROW(seqlab::load_model_dir(dir));
+  for (const auto& f : fs::directory_iterator(dir))
+    EXPECT_EQ(f.path().filename().string().find(".tmp-"), std::string::npos) << f.path();
+  auto r = run_cli("train --resume --steps 40 -q --out " + dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(checkpoint_step(dir), 40);
 }
 
 TEST(Cli, RefusesToOverwriteWithoutResume) {

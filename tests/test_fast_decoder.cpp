@@ -278,6 +278,33 @@ TEST(FastDecoder, BranchSaveAndResumeEqualAnUninterruptedRun) {
   std::filesystem::remove(path);
 }
 
+TEST(FastDecoder, LoadStateRefusesWrongDtypesWithASeqlabError) {
+  // A "pos" stored as F32 made item<int64_t>() throw c10::Error (1e30) or round (2.5), instead of
+  // a seqlab::Error naming the file.
+  SeqModelImpl m(lm_config("hedgehog"));
+  m.eval();
+  FastModel fm(m);
+  const auto meta = std::map<std::string, std::string>{{"format", "seqlab-decoder-state"},
+                                                       {"model", m.config().to_json().dump()}};
+  const auto state = torch::zeros({fm.state_size()});
+  for (double pos : {1e30, 2.5}) {
+    const auto bytes =
+        save_safetensors_bytes({{"state", state}, {"pos", torch::tensor({pos})}}, meta);
+    try {
+      fm.load_state_bytes(bytes, "pos.safetensors");
+      ADD_FAILURE() << "a float position was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find("pos.safetensors: expected \"state\" F32 and \"pos\" I64"),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  const auto ok = save_safetensors_bytes(
+      {{"state", state}, {"pos", torch::tensor({int64_t{3}}, torch::kLong)}}, meta);
+  EXPECT_EQ(fm.load_state_bytes(ok, "ok.safetensors").pos, 3);
+}
+
 TEST(FastDecoder, RefusesWhatItCannotRun) {
   torch::manual_seed(5);
   auto c = lm_config("softmax");

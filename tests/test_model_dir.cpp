@@ -98,3 +98,31 @@ TEST(ModelDir, RejectsBadConfig) {
   EXPECT_NE(load_error(dir).find("unknown field 'extra'"), std::string::npos);
   EXPECT_NE(load_error(tmp_dir("nothing")).find("not a directory"), std::string::npos);
 }
+
+TEST(ModelDir, RejectsHostileConfigsWithAnError) {
+  // Found by fuzz/fuzz_config.cpp's reasoning: each used to crash or be accepted.
+  const auto dir = tmp_dir("hostile");
+  SeqModelImpl m(tiny("gru"));
+  save_model_dir(dir, m);
+  const auto cfg = (fs::path(dir) / kConfigFile).string();
+  const std::string head = R"({"format":"seqlab-model","format_version":1,)";
+  // A million '[' where an integer belongs: the "must be an integer, got ..." message serialized
+  // the value recursively and overflowed the stack.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  write_file_atomic(cfg, head + R"("model":{"d_model":)" + deep + "}}");
+  EXPECT_NE(load_error(dir).find("nested deeper than 64 levels"), std::string::npos)
+      << load_error(dir);
+  // ... and copying a deep optional section recursed too.
+  write_file_atomic(cfg, head + R"("model":{},"task":)" + deep + "}");
+  EXPECT_NE(load_error(dir).find("nested deeper than 64 levels"), std::string::npos);
+  // Shallow but structured values are named by type, not dumped.
+  write_file_atomic(cfg, head + R"("model":{"d_model":[1,2,3]}})");
+  EXPECT_NE(load_error(dir).find("field 'd_model' must be an integer, got an array"),
+            std::string::npos)
+      << load_error(dir);
+  // format_version 2^32 + 1 was read as an int, that is as 1, and accepted.
+  write_file_atomic(cfg, R"({"format":"seqlab-model","format_version":4294967297,"model":{}})");
+  EXPECT_NE(load_error(dir).find("format_version 4294967297 is not supported"), std::string::npos)
+      << load_error(dir);
+  fs::remove_all(dir);
+}

@@ -330,6 +330,34 @@ TEST_F(Safetensors, RejectsHugeShapesQuickly) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
 }
 
+TEST_F(Safetensors, RejectsDeeplyNestedHeadersWithoutRecursing) {
+  // A million '[' as a shape entry: quoting it in the "not an integer" message used to serialize
+  // it recursively and overflow the stack (a crash, not an error). Nesting is refused while
+  // parsing, whatever the position: in a shape, in metadata, at the top.
+  const std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","shape":[)" + deep + R"(],"data_offsets":[0,4]}})", "1234"),
+      "deep_shape", "header JSON is nested deeper than 64 levels");
+  expect_rejected(make_file(R"({"__metadata__":{"k":)" + deep + "}}", ""), "deep_metadata",
+                  "nested deeper than 64 levels");
+  expect_rejected(make_file(deep, ""), "deep_top", "nested deeper than 64 levels");
+  // 64 levels are fine as far as nesting goes (the entry is then refused for its shape).
+  const std::string ok = std::string(61, '[') + "1" + std::string(61, ']');
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","shape":[)" + ok + R"(],"data_offsets":[0,4]}})", "1234"),
+      "nested_61", "shape entry an array is not an integer");
+}
+
+TEST_F(Safetensors, RejectsTensorsOfAbsurdRank) {
+  // 100000 dimensions of size 1 is 4 bytes of data, but a shape vector of 800 KB (and LibTorch's
+  // sizes and strides): refused by rank before anything is allocated.
+  std::string shape = "1";
+  for (int i = 1; i < 100000; ++i) shape += ",1";
+  expect_rejected(
+      make_file(R"({"a":{"dtype":"F32","shape":[)" + shape + R"(],"data_offsets":[0,4]}})", "1234"),
+      "rank", "tensor \"a\" has more than 64 dimensions");
+}
+
 TEST_F(Safetensors, RejectsOffsetsOutOfBounds) {
   expect_rejected(make_file(f32_header(250), "12345678"), "out_of_bounds",
                   "data_offsets [0, 1000] are out of bounds of the 8-byte data buffer");

@@ -58,6 +58,21 @@ void expect_valid_lm_cell(const nlohmann::json& c) {
     EXPECT_LE(tc.max_len, mc.mixer.max_len) << id;
     EXPECT_NO_THROW(task->sample(2, tc.max_len, 1)) << id;
     EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
+  } else if (kind == "classify_exit" || kind == "classify_swag") {
+    auto mc = ModelConfig::from_json(c.at("model"), id);
+    auto tc = TaskConfig::from_json(c.at("task"), id);
+    auto task = make_task(tc);
+    EXPECT_EQ(task->head(), "classify") << id;
+    EXPECT_LE(tc.max_len, mc.mixer.max_len) << id;
+    EXPECT_NO_THROW(task->sample_split(2, tc.max_len, 1, Split::test)) << id;
+    auto tr = TrainConfig::from_json(c.at("train"), id);
+    EXPECT_NO_THROW(tr.validate()) << id;
+    if (kind == "classify_exit") {
+      EXPECT_FALSE(mc.exit_layers().empty()) << id;
+      EXPECT_GT(c.at("thresholds").back().get<double>(), 1.0) << id << ": needs a full-model row";
+    } else {
+      EXPECT_GT(tr.swag_start, 0) << id;
+    }
   } else {
     ADD_FAILURE() << id << ": unknown cell kind " << kind;
   }

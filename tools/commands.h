@@ -60,4 +60,9 @@ struct ClassifierEvalArgs {
 };
 int eval_classifier(const ClassifierEvalArgs& a);
 
+// main(): runs the command line and returns the exit code; a seqlab::Error, c10::Error or other
+// exception prints "error: ..." and returns 2. parse_only stops after the flags are parsed and
+// checked, before any command runs (fuzz/fuzz_cli.cpp; it builds tools/ with SEQLAB_CLI_NO_MAIN).
+int run_cli(int argc, char** argv, bool parse_only);
+
 }  // namespace seqlab::cli

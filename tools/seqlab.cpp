@@ -167,7 +167,7 @@ void cmd_eval(const EvalArgs& a) {
                r["loss"].get<double>(), r["n"].get<int64_t>());
 }
 
-int run(int argc, char** argv) {
+int run(int argc, char** argv, bool parse_only) {
   CLI::App app{"seqlab: turn Transformers into RNNs, and test what each architecture can learn"};
   app.require_subcommand(1);
   app.set_version_flag("--version", SEQLAB_VERSION);
@@ -281,6 +281,7 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;
   }
+  if (parse_only) return 0;
 
   if (*suite) {
     if (common.quiet) log_level() = 0;
@@ -354,9 +355,9 @@ std::string first_line(const std::string& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int seqlab::cli::run_cli(int argc, char** argv, bool parse_only) {
   try {
-    return run(argc, argv);
+    return run(argc, argv, parse_only);
   } catch (const seqlab::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
   } catch (const c10::Error& e) {
@@ -366,3 +367,9 @@ int main(int argc, char** argv) {
   }
   return 2;
 }
+
+#ifndef SEQLAB_CLI_NO_MAIN
+int main(int argc, char** argv) {
+  return seqlab::cli::run_cli(argc, argv, /*parse_only=*/false);
+}
+#endif

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/json_read.h"
 
 #include <nlohmann/json.hpp>
 
@@ -61,10 +62,10 @@ struct FromJsonVisitor {
     // nlohmann converts 2.7 to 2 and -1 to 2^64 - 1 without a word; a config file must not.
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (!it->is_number_integer())
-        fail("{}: field '{}' must be an integer, got {}", source, key, it->dump());
+        fail("{}: field '{}' must be an integer, got {}", source, key, json_for_message(*it));
       if constexpr (std::is_unsigned_v<T>)
         if (it->is_number_integer() && !it->is_number_unsigned())
-          fail("{}: field '{}' must be >= 0, got {}", source, key, it->dump());
+          fail("{}: field '{}' must be >= 0, got {}", source, key, json_for_message(*it));
     }
     try {
       field = it->template get<T>();

@@ -8,6 +8,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/json_read.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -60,6 +61,8 @@ const Dtype* dtype_by_type(torch::ScalarType type) {
 // The reference implementation refuses headers over 100 MB; so do we, which also bounds what a
 // hostile header length can make us allocate.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// Far beyond any real tensor; bounds the shape vectors a header can make us build.
+constexpr size_t kMaxRank = 64;
 
 // Names come from the file: quote and escape them so a message stays on one line.
 std::string quote_name(const std::string& s) {
@@ -104,8 +107,8 @@ void check_header_length(uint64_t n, uint64_t file_size, const std::string& file
 // A non-negative JSON integer that fits in 64 bits, or a one-line error naming `what`.
 uint64_t get_u64(const json& v, const std::string& what, const std::string& file) {
   SEQLAB_CHECK(v.is_number_integer() && !v.is_number_float(), "{}: {} {} is not an integer", file,
-               what, v.dump());
-  SEQLAB_CHECK(v.is_number_unsigned(), "{}: {} {} is negative", file, what, v.dump());
+               what, json_for_message(v));
+  SEQLAB_CHECK(v.is_number_unsigned(), "{}: {} {} is negative", file, what, json_for_message(v));
   return v.get<uint64_t>();
 }
 
@@ -136,6 +139,8 @@ TensorInfo parse_entry(const std::string& name, const json& entry, uint64_t buff
   // [2^40, 2^40] must be rejected here, not reach an allocator.
   uint64_t nbytes = info.dtype->size;
   bool overflow = false;
+  SEQLAB_CHECK(shape.size() <= kMaxRank, "{}: tensor {} has more than {} dimensions ({})", file, q,
+               kMaxRank, shape.size());
   for (const json& d : shape) {
     const uint64_t dim = get_u64(d, fmt::format("tensor {}: shape entry", q), file);
     SEQLAB_CHECK(dim <= uint64_t(std::numeric_limits<int64_t>::max()),
@@ -169,11 +174,18 @@ TensorInfo parse_entry(const std::string& name, const json& entry, uint64_t buff
 // Parses and validates the JSON header against a data buffer of `buffer_size` bytes.
 Header parse_header(std::string_view text, uint64_t buffer_size, const std::string& file) {
   // nlohmann::json keeps one of two equal keys without a word, so duplicates are caught during
-  // parsing: one set of seen keys per open object.
+  // parsing: one set of seen keys per open object. A well-formed header nests three levels
+  // (header, entry, shape); deeper nesting is refused while parsing (core/json_read.h says why).
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
   size_t duplicate_depth = 0;
+  int depth = 0;
   auto on_event = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)
+      SEQLAB_CHECK(++depth <= kMaxJsonDepth, "{}: header JSON is nested deeper than {} levels",
+                   file, kMaxJsonDepth);
+    if (event == json::parse_event_t::object_end || event == json::parse_event_t::array_end)
+      --depth;
     if (event == json::parse_event_t::object_start) {
       open_objects.emplace_back();
     } else if (event == json::parse_event_t::object_end) {

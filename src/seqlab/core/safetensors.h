@@ -17,8 +17,9 @@
 // The reader is strict, like the reference Rust implementation, and rejects with a one-line
 // seqlab::Error naming the file and the problem: a file shorter than 8 bytes; a header length past
 // the end of the file or over 100 MB; a header that is not a JSON object of well-formed entries
-// (required fields "dtype", "shape", "data_offsets", no other fields); duplicate names or keys;
-// an unsupported dtype; a negative, non-integer or overflowing shape; a byte range that does not
+// (required fields "dtype", "shape", "data_offsets", no other fields) or that nests deeper than 64
+// levels (refused while parsing: core/json_read.h); duplicate names or keys; an unsupported dtype;
+// more than 64 dimensions; a negative, non-integer or overflowing shape; a byte range that does not
 // match the shape; offsets out of bounds or with begin > end; ranges that overlap; and bytes of
 // the buffer covered by no tensor (the union of the ranges must be exactly the buffer, which is
 // what the reference implementation enforces too). BOOL bytes other than 0 and 1 are rejected.

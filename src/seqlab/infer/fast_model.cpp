@@ -221,12 +221,25 @@ void FastModel::save_state(const std::string& path, const DecoderState& s) const
 }
 
 DecoderState FastModel::load_state(const std::string& path) const {
-  auto f = load_safetensors(path);
+  return state_from(load_safetensors(path), path);
+}
+
+DecoderState FastModel::load_state_bytes(std::string_view bytes, const std::string& name) const {
+  return state_from(load_safetensors_bytes(bytes, name), name);
+}
+
+DecoderState FastModel::state_from(SafetensorsFile&& f, const std::string& path) const {
   SEQLAB_CHECK(f.metadata.count("format") && f.metadata.at("format") == "seqlab-decoder-state",
                "{}: not a seqlab decoder state", path);
   SEQLAB_CHECK(f.metadata.count("model") && f.metadata.at("model") == cfg_.to_json().dump(),
                "{}: the state belongs to a different model", path);
   check_tensor_set(f.tensors, {{"state", {state_size_}}, {"pos", {1}}}, path);
+  // item<int64_t>() of a float position would throw c10::Error (or round), not name the file.
+  SEQLAB_CHECK(f.tensors.at("state").scalar_type() == torch::kFloat &&
+                   f.tensors.at("pos").scalar_type() == torch::kLong,
+               "{}: expected \"state\" F32 and \"pos\" I64, got {} and {}", path,
+               c10::toString(f.tensors.at("state").scalar_type()),
+               c10::toString(f.tensors.at("pos").scalar_type()));
   DecoderState s;
   s.data = copy_of(f.tensors.at("state"));
   s.pos = f.tensors.at("pos").item<int64_t>();

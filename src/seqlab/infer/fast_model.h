@@ -7,6 +7,7 @@
 // Equals SeqModel::step (and forward) at every position: tests/test_fast_decoder.cpp.
 #pragma once
 
+#include "seqlab/core/safetensors.h"
 #include "seqlab/infer/fast_mixer.h"
 #include "seqlab/model/model.h"
 
@@ -54,6 +55,9 @@ class FastModel {
   // config); load checks that it belongs to this model.
   void save_state(const std::string& path, const DecoderState& s) const;
   DecoderState load_state(const std::string& path) const;
+  // load_state on a file's contents (any bytes); `name` is quoted in errors. The fuzz target
+  // fuzz/fuzz_state.cpp calls it directly.
+  DecoderState load_state_bytes(std::string_view bytes, const std::string& name) const;
 
  private:
   struct Block {
@@ -74,6 +78,8 @@ class FastModel {
   std::vector<float> cx_, ch_, cy_, cm_, cscratch_;
   // Token embedding (+ position) of `token` at position p into x [D]; checks both.
   void embed(int64_t token, int64_t p, float* x) const;
+  // The checks of load_state on a parsed file.
+  DecoderState state_from(SafetensorsFile&& f, const std::string& path) const;
 };
 
 }  // namespace seqlab::infer

@@ -34,7 +34,7 @@ struct SolverOptions {
   double tol = 1e-3;                // stop at relative residual <= tol
   int64_t memory = 5;               // Anderson: past iterates mixed; Broyden: rank-one terms kept
   double beta = 1.0;                // Anderson damping in (0, 1]
-  double lambda = 1e-8;             // Anderson ridge, relative to the largest |residual|^2
+  double lambda = 1e-4;             // Anderson ridge, relative to the largest |residual|^2
 };
 
 struct SolverResult {

@@ -2,6 +2,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/json_read.h"
 #include "seqlab/tasks/task.h"
 
 #include <unistd.h>
@@ -79,7 +80,7 @@ ShapeList hf_shapes(const ModelConfig& cfg) {
 
 nlohmann::json parse_json_file(const std::string& path) {
   try {
-    return nlohmann::json::parse(read_file(path));
+    return parse_json(read_file(path), path);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not valid JSON ({})", path, e.what());
   }

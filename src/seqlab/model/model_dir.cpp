@@ -2,6 +2,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/json_read.h"
 #include "seqlab/core/safetensors.h"
 
 #include <filesystem>
@@ -54,9 +55,13 @@ nlohmann::json read_config_json(const std::string& dir) {
   SEQLAB_CHECK(fs::is_directory(dir), "{}: not a directory (expected a model directory)", dir);
   const std::string path = (fs::path(dir) / kConfigFile).string();
   SEQLAB_CHECK(fs::exists(path), "{}: missing (not a model directory?)", path);
+  return parse_config_json(read_file(path), path);
+}
+
+nlohmann::json parse_config_json(std::string_view text, const std::string& path) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_file(path));
+    j = parse_json(text, path);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: not valid JSON ({})", path, e.what());
   }
@@ -65,7 +70,8 @@ nlohmann::json read_config_json(const std::string& dir) {
                "{}: not a seqlab model config (\"format\" is not \"seqlab-model\")", path);
   SEQLAB_CHECK(j.contains("format_version") && j["format_version"].is_number_integer(),
                "{}: missing integer format_version", path);
-  const int fv = j["format_version"].get<int>();
+  // int64: get<int>() would read 2^32 + 1 as 1.
+  const auto fv = j["format_version"].get<int64_t>();
   SEQLAB_CHECK(fv == kFormatVersion,
                "{}: format_version {} is not supported (this seqlab reads {})", path, fv,
                kFormatVersion);

@@ -44,6 +44,9 @@ void save_model_dir(const std::string& dir, SeqModelImpl& model,
 
 // Reads config.json only.
 nlohmann::json read_config_json(const std::string& dir);
+// What read_config_json does with the file's contents (any bytes): parses and checks the top
+// level (format, format_version, known sections, a "model" section); `path` is named in errors.
+nlohmann::json parse_config_json(std::string_view text, const std::string& path);
 
 // Reads and checks config.json and model.safetensors; the model is on the CPU, in eval mode.
 LoadedModel load_model_dir(const std::string& dir);

@@ -2,6 +2,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/json_read.h"
 #include "seqlab/text/pretokenize.h"
 
 #include <nlohmann/json.hpp>
@@ -134,11 +135,18 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::load(const std::string& dir, const s
   }
   SEQLAB_CHECK(fs::exists(vocab_path), "{} is missing (beside {})", vocab_path, merges_path);
   SEQLAB_CHECK(fs::exists(merges_path), "{} is missing (beside {})", merges_path, vocab_path);
+  return from_texts(read_file(vocab_path), read_file(merges_path), vocab_path, merges_path, spec);
+}
 
+std::unique_ptr<BpeTokenizer> BpeTokenizer::from_texts(std::string_view vocab_json,
+                                                       std::string_view merges_text,
+                                                       const std::string& vocab_path,
+                                                       const std::string& merges_path,
+                                                       const std::string& spec) {
   // Vocabulary: token string -> id.
   nlohmann::json vocab;
   try {
-    vocab = nlohmann::json::parse(read_file(vocab_path));
+    vocab = parse_json(vocab_json, vocab_path);
   } catch (const nlohmann::json::exception& e) {
     fail("{}: malformed JSON: {}", vocab_path, e.what());
   }
@@ -175,7 +183,7 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::load(const std::string& dir, const s
   model.eos_id = eos->second;
 
   // Merges, one "left right" per line, in rank order.
-  const std::string text = read_file(merges_path);
+  const std::string_view text = merges_text;
   size_t line_no = 0;
   for (size_t start = 0; start < text.size();) {
     size_t end = text.find('\n', start);

@@ -58,6 +58,14 @@ class BpeTokenizer : public Tokenizer {
   // not integers or are outside [0, number of tokens) or shared, merges naming unknown tokens or
   // whose concatenation is not a token, a missing <|endoftext|>. Loading GPT-2 takes ~0.3 s.
   static std::unique_ptr<BpeTokenizer> load(const std::string& dir, const std::string& spec);
+  // What load() does once it has read the two files: parses vocab.json's and merges.txt's
+  // contents (any bytes), naming vocab_name and merges_name in errors. The fuzz target
+  // fuzz/fuzz_bpe.cpp calls it directly.
+  static std::unique_ptr<BpeTokenizer> from_texts(std::string_view vocab_json,
+                                                  std::string_view merges_text,
+                                                  const std::string& vocab_name,
+                                                  const std::string& merges_name,
+                                                  const std::string& spec);
 
   std::string spec() const override { return spec_; }
   int64_t vocab_size() const override { return static_cast<int64_t>(model_.tokens.size()); }

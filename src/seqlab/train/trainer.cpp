@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -31,6 +32,7 @@ void TrainConfig::validate() const {
   SEQLAB_CHECK(batch > 0, "--batch must be positive, got {}", batch);
   SEQLAB_CHECK(lr > 0 && lr <= 1e3, "--lr must be a positive number up to 1000, got {}", lr);
   SEQLAB_CHECK(threads >= 0, "--threads must be >= 0 (0 = all cores), got {}", threads);
+  SEQLAB_CHECK(max_bad_steps >= 1, "--max-bad-steps must be >= 1, got {}", max_bad_steps);
   SEQLAB_CHECK(warmup >= 0, "--warmup must be >= 0, got {}", warmup);
   SEQLAB_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1, "--min-lr-ratio must be in [0,1], got {}",
                min_lr_ratio);
@@ -313,16 +315,22 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
            task_cfg.max_len, train_cfg.threads);
 
   std::ofstream metrics(metrics_path, std::ios::app);
+  SEQLAB_CHECK(metrics.is_open(), "cannot open {} for appending", metrics_path);
   const int64_t eval_every =
       train_cfg.eval_every > 0 ? train_cfg.eval_every : std::max<int64_t>(1, train_cfg.steps / 10);
   const int64_t end = stop_after > 0 ? std::min(stop_after, train_cfg.steps) : train_cfg.steps;
   Progress bar("train", train_cfg.steps, res.start_step);
+  // Test hook: SEQLAB_TEST_NAN_FROM_STEP=N makes every loss from step N on NaN (tests/test_cli.cpp,
+  // --max-bad-steps).
+  const char* nan_hook = std::getenv("SEQLAB_TEST_NAN_FROM_STEP");
+  const int64_t nan_from = nan_hook ? std::atoll(nan_hook) : -1;
   for (int64_t step = res.start_step; step < end; ++step) {
     const uint64_t s = mix_seed(train_cfg.seed, static_cast<uint64_t>(step));
     const int64_t span = task_cfg.max_len - task_cfg.min_len + 1;
     const int64_t len = task_cfg.min_len + static_cast<int64_t>(mix_seed(s, 1) % span);
     auto batch = task->sample(train_cfg.batch, len, s);
     auto loss = training_loss(*model, batch);
+    if (nan_from >= 0 && step >= nan_from) loss = loss * std::nan("");
     const double lv = loss.item<double>();
     double lr =
         lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
@@ -343,10 +351,10 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       // checkpoint intact.
       loop.bad_in_a_row += 1;
       loop.skipped += 1;
-      SEQLAB_CHECK(loop.bad_in_a_row < 10,
-                   "training diverged: non-finite loss at {} steps in a row (last at step {}); "
-                   "try a lower --lr",
-                   loop.bad_in_a_row, step);
+      SEQLAB_CHECK(loop.bad_in_a_row < train_cfg.max_bad_steps,
+                   "training diverged: non-finite loss at {} steps in a row (last at step {}, "
+                   "--max-bad-steps {}); try a lower --lr",
+                   loop.bad_in_a_row, step, train_cfg.max_bad_steps);
     }
     if (swag && done > train_cfg.swag_start && (done - train_cfg.swag_start) % swag_every == 0)
       swag->collect(named);
@@ -396,6 +404,8 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     if (!line.is_null()) {
       metrics << line.dump() << "\n";
       metrics.flush();
+      // A full disk must stop the run, not silently drop lines of the log.
+      SEQLAB_CHECK(metrics.good(), "cannot append to {} (disk full?)", metrics_path);
     }
     if ((train_cfg.checkpoint_every > 0 && done % train_cfg.checkpoint_every == 0) || done == end)
       save_checkpoint(out, *model, opt, done, loop, sections, swag.get());

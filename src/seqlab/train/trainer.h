@@ -24,6 +24,7 @@ struct TrainConfig {
   uint64_t seed = 0;
   int64_t eval_every = 0, eval_size = 0, log_every = 0, checkpoint_every = 0;
   int64_t threads = 0;
+  int64_t max_bad_steps = 0;  // stop after this many non-finite losses in a row
   int64_t swag_start = 0, swag_every = 0, swag_rank = 0;  // SWAG collection (train/swag.h)
   double swag_lr = 0;
   std::string mae_schedule;  // joint | bcd:G,E (train/mae_schedule.h)
@@ -46,6 +47,9 @@ struct TrainConfig {
     v(threads, "threads", int64_t{0},
       "intra-op threads (0 = all cores); recorded and reused on --resume, since the thread count "
       "changes the floating-point sums");
+    v(max_bad_steps, "max-bad-steps", int64_t{10},
+      "stop (keeping the last checkpoint) after this many steps in a row with a non-finite loss; "
+      "each one's update is skipped");
     v(swag_start, "swag-start", int64_t{0},
       "SWAG: collect weight snapshots after this step (0 = no SWAG); moments go to "
       "swag.safetensors");
