@@ -13,6 +13,7 @@
 #include <cstring>
 
 using namespace seqlab;
+using seqlab::fuzz::finding;
 
 namespace {
 

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -100,6 +101,41 @@ TEST(Trainer, ResumeCanExtendTheRun) {
   EXPECT_EQ(r.steps, 6);
   auto cfg = read_config_json(dir);
   EXPECT_EQ(cfg["train"]["steps"], 6);
+}
+
+TEST(Trainer, ResumeRefusesACorruptLoopStateWithAnError) {
+  // train_state.safetensors is read back on --resume: a NaN or huge count in 'trainer.loop' was
+  // cast to int64 (undefined behaviour), a float 'step' went through item<int64_t>().
+  RunSetup s("gru");
+  s.tr.steps = 2;
+  const auto dir = tmp_dir("corrupt_loop");
+  train_model(s.m, s.t, s.tr, dir, false);
+  const auto path = (fs::path(dir) / kTrainStateFile).string();
+  const auto good = load_safetensors(path);
+  auto resume_error = [&](const std::string& name, const torch::Tensor& value) {
+    auto f = good;
+    f.tensors[name] = value;
+    save_safetensors(path, f.tensors, f.metadata);
+    try {
+      train_model(s.m, s.t, s.tr, dir, true, /*steps_override=*/4);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  const double nan = std::nan("");
+  EXPECT_NE(resume_error("trainer.loop", torch::tensor({0.0, nan, 0.0, 0.0, -1.0}, torch::kDouble))
+                .find("'trainer.loop' holds an invalid count nan"),
+            std::string::npos);
+  EXPECT_NE(
+      resume_error("trainer.loop", torch::tensor({0.0, 1e300, 0.0, 0.0, -1.0}, torch::kDouble))
+          .find("invalid count"),
+      std::string::npos);
+  EXPECT_NE(resume_error("trainer.loop", torch::zeros({5, 1}, torch::kDouble))
+                .find("must hold 5 float64 values"),
+            std::string::npos);
+  EXPECT_NE(resume_error("step", torch::tensor({1e30})).find("missing 'step' (one int64)"),
+            std::string::npos);
 }
 
 TEST(Trainer, BadTrainingOptionsAreErrors) {

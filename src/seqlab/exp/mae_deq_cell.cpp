@@ -11,10 +11,13 @@
 #include "seqlab/train/evaluate_lm.h"
 #include "seqlab/train/trainer.h"
 
+#include <malloc.h>
 #include <sys/resource.h>
 
 #include <cmath>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 namespace seqlab {
@@ -27,6 +30,46 @@ double peak_rss_mb() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss / 1024.0;  // Linux: kilobytes
+}
+
+// A field of /proc/self/status in MB ("VmRSS", "VmHWM"); -1 when unreadable.
+double status_mb(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+  return -1;
+}
+
+// The memory one training step (forward + loss + backward, at the training batch and length)
+// needs above what the process holds before it: the autograd graph's saved tensors, solver
+// history and temporaries, the part a DEQ saves. Measured as the rise of the resident-set high
+// water mark (VmHWM, reset through /proc/self/clear_refs) over VmRSS just before the step, after a
+// warm-up step has allocated the gradients; malloc's mmap threshold is fixed at 64 KiB so that
+// freed tensors go back to the kernel instead of being reused from the heap unseen. The minimum of
+// three steps; -1 where the kernel does not allow the reset.
+double step_memory_mb(SeqModelImpl& model, const Task& task, int64_t batch, int64_t length,
+                      uint64_t seed) {
+  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+  model.train();
+  auto b = task.sample(batch, length, seed);
+  auto step = [&] { task_loss(model.forward(b.input), b).backward(); };
+  step();
+  double best = -1;
+  for (int i = 0; i < 3; ++i) {
+    malloc_trim(0);
+    const double base = status_mb("VmRSS");
+    {
+      std::ofstream clear("/proc/self/clear_refs");
+      clear << "5";
+      clear.flush();
+      if (!clear) return -1;
+    }
+    step();
+    const double d = status_mb("VmHWM") - base;
+    best = best < 0 ? d : std::min(best, d);
+  }
+  return best;
 }
 
 // Mutual information (bits) of a joint count table [rows][cols].
@@ -155,6 +198,8 @@ nlohmann::json run_mae_deq_cell(const nlohmann::json& cell, const std::string& r
       measure_mixture(*m.model, *crs, tc.max_len, n, eval_seed(trc.seed, tc.max_len) + 1, row);
   }
   if (cfg.deq.enabled) row["deq_trace"] = deq_trace(model_dir);
+  if (cell.value("group", "") == "deq")
+    row["step_mem_mb"] = step_memory_mb(*m.model, *task, trc.batch, tc.max_len, trc.seed);
   return {{"id", id}, {"train_seconds", o.seconds}, {"rows", {row}}};
 }
 

@@ -104,9 +104,13 @@ struct LoopState {
         torch::kDouble);
   }
   static LoopState from_tensor(const torch::Tensor& t, const std::string& source) {
-    SEQLAB_CHECK(t.numel() == 5 && t.scalar_type() == torch::kDouble,
+    SEQLAB_CHECK(t.dim() == 1 && t.numel() == 5 && t.scalar_type() == torch::kDouble,
                  "{}: 'trainer.loop' must hold 5 float64 values", source);
     auto a = t.accessor<double, 1>();
+    // The counts come from a file: a NaN or out-of-range double would make the casts undefined.
+    for (int i = 1; i <= 3; ++i)
+      SEQLAB_CHECK(a[i] >= 0 && a[i] <= 9007199254740992.0 && a[i] == std::floor(a[i]),
+                   "{}: 'trainer.loop' holds an invalid count {}", source, a[i]);
     LoopState l;
     l.window_loss = a[0];
     l.window_n = static_cast<int64_t>(a[1]);
@@ -176,7 +180,9 @@ int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt,
   SEQLAB_CHECK(lp != file.tensors.end(), "{}: missing 'trainer.loop'", path);
   loop = LoopState::from_tensor(lp->second, path);
   auto it = file.tensors.find("step");
-  SEQLAB_CHECK(it != file.tensors.end() && it->second.numel() == 1, "{}: missing 'step'", path);
+  SEQLAB_CHECK(it != file.tensors.end() && it->second.numel() == 1 &&
+                   it->second.scalar_type() == torch::kLong,
+               "{}: missing 'step' (one int64)", path);
   return it->second.item<int64_t>();
 }
 
