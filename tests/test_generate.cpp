@@ -31,18 +31,21 @@ std::string corpus() {
 }
 
 // A tiny byte-level lm model of the given arch, trained once per test process.
-std::string lm_model(const std::string& arch) {
+// A small LM of `arch`; `extra` adds model flags (e.g. "--mae true": one the fast engine lacks).
+std::string lm_model(const std::string& arch, const std::string& extra = "") {
   static std::map<std::string, std::string> dirs;
-  auto it = dirs.find(arch);
+  const std::string key = arch + (extra.empty() ? "" : "_mae");
+  auto it = dirs.find(key);
   if (it != dirs.end()) return it->second;
-  const auto d = cli_tmp("lm_" + arch);
+  const auto d = cli_tmp("lm_" + key);
   auto r = run_seqlab("train --task lm --corpus " + corpus() + " --tokenizer byte --arch " + arch +
+                      " " + extra +
                       " --d-model 32 --n-head 2 --n-layer 2 --min-len 32 --max-len 32 "
                       "--max-context 96 --steps 30 --batch 8 --lr 3e-3 --warmup 5 "
                       "--eval-every 30 --eval-size 8 --threads 1 -q --out " +
                       d);
   EXPECT_EQ(r.code, 0) << r.err;
-  return dirs[arch] = d;
+  return dirs[key] = d;
 }
 
 nlohmann::json gen_json(const std::string& model, const std::string& args) {
@@ -176,22 +179,20 @@ TEST(GenerateCli, BadInputIsAnErrorAndWritesNothing) {
   expect_cli_error("generate --model " + sm + " --load-state " + corpus() + " -n 4", corpus());
 }
 
-// A model the fast engine does not support (SEQLAB_TEST_FAST_UNSUPPORTED makes fast_support
-// refuse every model, so the real models here exercise the path): the default engine (auto)
-// falls back to torch with one line on stderr and gives torch's tokens; an explicit --engine fast
-// is an error, and so is a state file, which only the fast engine has.
+// A model the fast engine does not support (a mixture of attentive experts): the default engine
+// (auto) falls back to torch with one line on stderr and gives torch's tokens; an explicit
+// --engine fast is an error, and so is a state file, which only the fast engine has.
 TEST(GenerateCli, UnsupportedModelFallsBackToTorchOrIsAnErrorWithEngineFast) {
-  const auto m = lm_model("t2r");
   const std::string args = "--prompt 'the cat' -n 12 --temperature 0";
-  const auto supported = gen_json(m, args);
+  const auto supported = gen_json(lm_model("t2r"), args);
   EXPECT_EQ(supported["engine"], "fast") << "auto picks fast for a supported model";
+  const auto m = lm_model("softmax", "--mae true");
   const auto torch = gen_json(m, args + " --engine torch");
 
-  setenv("SEQLAB_TEST_FAST_UNSUPPORTED", "hooked reason", 1);
   auto r = run_seqlab("generate --model " + m + " --threads 1 -q --json " + args);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find("hooked reason"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mae = true"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("falling back to the torch engine"), std::string::npos) << r.err;
   if (r.code == 0) {
     const auto j = nlohmann::json::parse(r.out);
@@ -200,19 +201,16 @@ TEST(GenerateCli, UnsupportedModelFallsBackToTorchOrIsAnErrorWithEngineFast) {
   }
   const auto explicit_fast = "generate --model " + m + " --engine fast " + args;
   auto e = run_seqlab(explicit_fast);
-  unsetenv("SEQLAB_TEST_FAST_UNSUPPORTED");
   EXPECT_EQ(e.code, 2) << e.err;
   EXPECT_EQ(e.err.rfind("error: --engine fast: the fast engine does not support this model: "
-                        "hooked reason",
+                        "its config sets mae = true",
                         0),
             0u)
       << e.err;
   EXPECT_EQ(e.out, "");
 
-  setenv("SEQLAB_TEST_FAST_UNSUPPORTED", "hooked reason", 1);
   const auto state = cli_tmp("fallback_state.safetensors");
   auto s = run_seqlab("generate --model " + m + " " + args + " --save-state " + state);
-  unsetenv("SEQLAB_TEST_FAST_UNSUPPORTED");
   EXPECT_EQ(s.code, 2) << s.err;
   EXPECT_NE(s.err.find("need the fast engine"), std::string::npos) << s.err;
   EXPECT_EQ(s.out, "");

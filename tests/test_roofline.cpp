@@ -101,7 +101,6 @@ TEST(Roofline, MeasurementsArePositiveAndMatvecStaysUnderTheFmaCeiling) {
 }
 
 TEST(FastSupport, RefusesWhatTheFastDecoderDoesNotImplement) {
-  ASSERT_EQ(std::getenv("SEQLAB_TEST_FAST_UNSUPPORTED"), nullptr);
   auto ok = tiny("softmax", true);
   EXPECT_EQ(fast_support(ok), "");
   EXPECT_EQ(fast_support(tiny("linear", false)), "");
@@ -135,9 +134,4 @@ TEST(FastSupport, RefusesWhatTheFastDecoderDoesNotImplement) {
   m->attach_adapters(a);
   EXPECT_NE(fast_support(*m).find("adapters"), std::string::npos) << fast_support(*m);
   EXPECT_THROW(FastModel fm(*m), Error);
-
-  // The test hook makes every model unsupported (the CLI tests' fallback path).
-  setenv("SEQLAB_TEST_FAST_UNSUPPORTED", "hooked", 1);
-  EXPECT_EQ(fast_support(ok), "hooked");
-  unsetenv("SEQLAB_TEST_FAST_UNSUPPORTED");
 }

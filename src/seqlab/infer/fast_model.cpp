@@ -47,7 +47,6 @@ std::vector<float> copy_of(const torch::Tensor& t) {
 }  // namespace
 
 std::string fast_support(const ModelConfig& cfg) {
-  if (const char* hook = std::getenv("SEQLAB_TEST_FAST_UNSUPPORTED")) return hook;
   if (cfg.head != "lm")
     return fmt::format("its head is '{}' (the fast decoder runs lm heads only)", cfg.head);
   if (!cfg.mixer.causal) return "its mixer is bidirectional (no recurrent form)";

@@ -23,7 +23,6 @@ namespace seqlab::infer {
 // written for (kFastFields in fast_model.cpp) must hold its default, so a field added later (a
 // mixture of experts, an equilibrium block, ...) is refused by name until the fast decoder learns
 // it. The reason is one line, e.g. "its head is 'tag' (the fast decoder runs lm heads only)".
-// Test hook: when SEQLAB_TEST_FAST_UNSUPPORTED is set, its value is the reason for every model.
 std::string fast_support(const ModelConfig& cfg);
 std::string fast_support(SeqModelImpl& model);  // the config's reason, then adapters
 
