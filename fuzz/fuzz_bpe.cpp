@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <set>
+
 using namespace seqlab;
 
 namespace {
@@ -52,24 +54,18 @@ void raw_mode(std::string_view rest) {
 }
 
 void built_mode(FuzzedDataProvider& in) {
-  // Token strings as vocab.json spells them, and the bytes each stands for.
-  std::vector<std::string> spelled, bytes;
-  std::map<std::string, size_t> index;
-  auto add = [&](const std::string& s, const std::string& b) {
-    if (index.emplace(s, spelled.size()).second) {
-      spelled.push_back(s);
-      bytes.push_back(b);
-    }
+  // Token strings as vocab.json spells them, without repeats.
+  std::vector<std::string> spelled;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& s) {
+    if (seen.insert(s).second) spelled.push_back(s);
   };
-  for (int c = 0; c < 256; ++c) {
-    const std::string b(1, static_cast<char>(c));
-    add(bytes_to_token_string(b), b);
-  }
-  add("<|endoftext|>", "<|endoftext|>");
+  for (int c = 0; c < 256; ++c) add(bytes_to_token_string(std::string(1, static_cast<char>(c))));
+  add("<|endoftext|>");
   const int n_extra = in.ConsumeIntegralInRange(0, 4);
   for (int i = 0; i < n_extra; ++i) {  // added tokens, spelled outside the byte table or not
     const std::string s = in.ConsumeRandomLengthString(16);
-    if (!s.empty() && s.find_first_of(" \n\r") == std::string::npos) add(s, s);
+    if (!s.empty() && s.find_first_of(" \n\r") == std::string::npos) add(s);
   }
   std::string merges = in.ConsumeBool() ? "#version: 0.2\n" : "";
   const int n_merges = in.ConsumeIntegralInRange(0, 64);
@@ -80,7 +76,7 @@ void built_mode(FuzzedDataProvider& in) {
     std::string tl, tr;
     if (!token_string_to_bytes(spelled[l], &tl) || !token_string_to_bytes(spelled[r], &tr))
       continue;
-    add(spelled[l] + spelled[r], tl + tr);
+    add(spelled[l] + spelled[r]);
     merges += spelled[l] + " " + spelled[r] + (in.ConsumeBool() ? "\n" : "\r\n");
   }
   // Ids: a rotation of the insertion order, so byte tokens need not come first.

@@ -3,6 +3,9 @@
 // cache and learned positions, linear attention, Mamba, QRNN); the rest is the state file. A state
 // that loads must then be usable: one step() and a short prefill() from it, which is where a bad
 // position or size would write out of bounds.
+//
+// fuzz/corpus/state/seed8_pos_max is made by hand, not by SEQLAB_FUZZ_WRITE_SEEDS: the linear
+// model's state with pos = 2^63 - 1, which step() used to advance by signed overflow.
 #include "fuzz_common.h"
 
 #include "seqlab/core/error.h"

@@ -305,6 +305,35 @@ TEST(FastDecoder, LoadStateRefusesWrongDtypesWithASeqlabError) {
   EXPECT_EQ(fm.load_state_bytes(ok, "ok.safetensors").pos, 3);
 }
 
+TEST(FastDecoder, AStateAtTheLastPositionCannotAdvance) {
+  // Found by fuzz/fuzz_state.cpp: a state file with pos = 2^63 - 1 loaded, and step() then
+  // computed pos + 1 (signed overflow, UBSan) on a model without positions.
+  SeqModelImpl m(lm_config("hedgehog", "none"));
+  m.eval();
+  FastModel fm(m);
+  const auto meta = std::map<std::string, std::string>{{"format", "seqlab-decoder-state"},
+                                                       {"model", m.config().to_json().dump()}};
+  const int64_t last = std::numeric_limits<int64_t>::max();
+  auto s =
+      fm.load_state_bytes(save_safetensors_bytes({{"state", torch::zeros({fm.state_size()})},
+                                                  {"pos", torch::tensor({last}, torch::kLong)}},
+                                                 meta),
+                          "last.safetensors");
+  std::vector<float> logits(fm.vocab_size());
+  const int64_t tokens[] = {1, 2};
+  try {
+    fm.step(1, s, logits.data());
+    ADD_FAILURE() << "step() advanced past the last position";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("position 9223372036854775807 cannot advance"),
+              std::string::npos)
+        << e.what();
+  }
+  s.pos = last - 1;
+  EXPECT_THROW(fm.prefill(tokens, 2, s, logits.data()), Error);
+  EXPECT_EQ(s.pos, last - 1);
+}
+
 TEST(FastDecoder, RefusesWhatItCannotRun) {
   torch::manual_seed(5);
   auto c = lm_config("softmax");

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 
 namespace seqlab::infer {
@@ -134,6 +135,9 @@ DecoderState FastModel::init_state() const {
 void FastModel::step(int64_t token, DecoderState& s, float* logits) {
   SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
                "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
+  // A loaded state's position can be anything (fuzz/fuzz_state.cpp found pos = 2^63 - 1 + 1).
+  SEQLAB_CHECK(s.pos >= 0 && s.pos < std::numeric_limits<int64_t>::max(),
+               "decoder state position {} cannot advance", s.pos);
   const int64_t p = s.pos;
   float* x = x_.data();
   embed(token, p, x);
@@ -178,6 +182,8 @@ void FastModel::embed(int64_t token, int64_t p, float* x) const {
 void FastModel::prefill(const int64_t* tokens, int64_t n, DecoderState& s, float* logits) {
   SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
                "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
+  SEQLAB_CHECK(n >= 0 && s.pos >= 0 && n <= std::numeric_limits<int64_t>::max() - s.pos,
+               "decoder state position {} cannot advance by {} tokens", s.pos, n);
   // Chunks of kPrefillChunk tokens: every projection and MLP runs as a matrix-matrix product
   // over the chunk's rows; the mixers' recurrences still go token by token.
   float *X = cx_.data(), *H = ch_.data(), *Y = cy_.data(), *M = cm_.data();
