@@ -17,16 +17,7 @@ bool entails_symbol(const std::string& s) {
 }
 
 size_t pos_slot(char pos) {
-  switch (pos) {
-    case 'n':
-      return 0;
-    case 'v':
-      return 1;
-    case 'a':
-      return 2;
-    default:
-      return 3;
-  }
+  return static_cast<size_t>(wordnet_pos_class(pos));
 }
 
 }  // namespace

@@ -19,17 +19,7 @@ SupersenseTask::SupersenseTask(const TaskConfig& cfg, bool coarse) : coarse_(coa
 }
 
 int64_t SupersenseTask::label(const Synset& s) const {
-  if (!coarse_) return s.lex_filenum;
-  switch (s.pos) {
-    case 'n':
-      return 0;
-    case 'v':
-      return 1;
-    case 'a':
-      return 2;
-    default:
-      return 3;
-  }
+  return coarse_ ? wordnet_pos_class(s.pos) : s.lex_filenum;
 }
 
 std::vector<std::string> SupersenseTask::class_names() const {

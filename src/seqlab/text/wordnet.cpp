@@ -166,6 +166,20 @@ Synset parse_line(std::string_view ln, char pos, const std::string& path, int64_
 
 }  // namespace
 
+int64_t wordnet_pos_class(char pos) {
+  switch (pos) {
+    case 'n':
+      return 0;
+    case 'v':
+      return 1;
+    case 'a':
+    case 's':
+      return 2;
+    default:
+      return 3;
+  }
+}
+
 const char* wordnet_lexname(int64_t lex_filenum) {
   SEQLAB_CHECK(lex_filenum >= 0 && lex_filenum < kWordNetLexFiles,
                "lexicographer file {} is not in 0..{}", lex_filenum, kWordNetLexFiles - 1);

@@ -31,6 +31,9 @@ namespace seqlab {
 // The 45 lexicographer files of WordNet 3.0 (lexnames(5WN)): 0 adj.all .. 44 adj.ppl.
 constexpr int64_t kWordNetLexFiles = 45;
 const char* wordnet_lexname(int64_t lex_filenum);
+// The coarse part-of-speech class of a synset's pos letter: noun 0, verb 1, adjective (satellites
+// included) 2, adverb 3.
+int64_t wordnet_pos_class(char pos);
 
 struct WordNetPointer {
   std::string symbol;   // "@" hypernym, "@i" instance hypernym, "~" hyponym, "!" antonym, ...
