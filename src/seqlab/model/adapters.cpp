@@ -120,8 +120,12 @@ AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList block
     } else if (!cfg_.trains('v') && !cfg_.trains('u') && cfg_.trains('A')) {
       A.zero_();
     }
-    shared_ab[t] = {holder->register_parameter("A", A, cfg_.trains('A')),
-                    holder->register_parameter("B", B, cfg_.trains('B'))};
+    // register_parameter returns a reference into the module's parameter list, which the next
+    // registration may reallocate: copy each handle before registering the next (ASan found the
+    // two calls in one braced pair reading a freed reference).
+    torch::Tensor a_param = holder->register_parameter("A", A, cfg_.trains('A'));
+    torch::Tensor b_param = holder->register_parameter("B", B, cfg_.trains('B'));
+    shared_ab[t] = {a_param, b_param};
   }
   std::map<int64_t, Holder> per_layer;
   for (const auto& a : adapted_) {
