@@ -172,8 +172,9 @@ TEST(Cli, KilledRunResumesBitwiseExactly) {
         fmt::format("kill {} (seed {}, previous checkpoint at step {})", kill_no, seed, at);
     EXPECT_NO_THROW(seqlab::load_model_dir(part)) << when;
     const int64_t now = checkpoint_step(part);
-    if (kill_no == 0)
+    if (kill_no == 0) {
       ASSERT_LT(now, 200) << "the run finished before the kill: nothing was interrupted";
+    }
     EXPECT_GE(now, at) << when;
     at = now;
   }
