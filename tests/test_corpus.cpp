@@ -4,6 +4,8 @@
 
 #include "seqlab/core/error.h"
 
+#include "split_testing.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -35,12 +37,7 @@ std::string write(const fs::path& path, const std::string& text) {
   return path.string();
 }
 
-// The split rule, written out again here: FNV-1a 64 of the key, % 100, 90 / 5 / 5.
-Split expected_split(const std::string& key) {
-  uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
-  return h % 100 < 90 ? Split::train : h % 100 < 95 ? Split::valid : Split::test;
-}
+using seqlab::testing::expected_split;
 
 // Points $SEQLAB_WORDNET_DIR at a directory for the lifetime of the object.
 struct WordnetDir {

@@ -6,6 +6,8 @@
 #include "seqlab/tasks/registry.h"
 #include "synthetic_task_testing.h"
 
+#include "split_testing.h"
+
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -25,11 +27,7 @@ bool have_wordnet() {
   return fs::exists(wordnet_dir() + "/data.noun");
 }
 
-Split expected_split(const std::string& key) {
-  uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
-  return h % 100 < 90 ? Split::train : h % 100 < 95 ? Split::valid : Split::test;
-}
+using seqlab::testing::expected_split;
 
 // definition text -> the (fine, coarse) labels of the synsets with that definition, per split,
 // from the raw lines: field 2 is lex_filenum, the gloss follows " | ", the definition is the gloss

@@ -5,6 +5,8 @@
 #include "seqlab/core/error.h"
 #include "seqlab/text/corpus.h"
 
+#include "split_testing.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -77,12 +79,7 @@ void expect_error(F f, std::vector<std::string> needles) {
   }
 }
 
-// The split rule, written out again: FNV-1a 64 of "pos:offset", % 100, 90 / 5 / 5.
-Split expected_split(const std::string& key) {
-  uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ULL;
-  return h % 100 < 90 ? Split::train : h % 100 < 95 ? Split::valid : Split::test;
-}
+using seqlab::testing::expected_split;
 
 }  // namespace
 
