@@ -19,6 +19,8 @@
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
+#include "seqlab/train/distributed.h"
+#include "seqlab/train/launch.h"
 #include "seqlab/train/trainer.h"
 
 #include <CLI/CLI.hpp>
@@ -191,6 +193,37 @@ int run(int argc, char** argv, bool parse_only) {
       ->group("Output");
   train->add_flag("--json", train_json, "print a JSON summary on stdout")->group("Output");
   common.add(train, /*with_threads=*/false);  // --threads is a TrainConfig field, saved with it
+  // Data parallel (train/distributed.h): c10d TCPStore rendezvous + ProcessGroupGloo.
+  DistConfig dist;
+  int64_t nproc = 1;
+  const char* dp_group = "Data parallel (c10d / Gloo)";
+  train
+      ->add_option("--nproc", nproc,
+                   "start N local data-parallel workers (each gets --batch/N rows of every "
+                   "batch and, without --threads, cores/N threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256))
+      ->group(dp_group);
+  train->add_option("--rank", dist.rank, "this worker's rank (default: $RANK, else 0)")
+      ->group(dp_group);
+  train
+      ->add_option("--world-size", dist.world_size,
+                   "number of workers in all (default: $WORLD_SIZE, else 1)")
+      ->group(dp_group);
+  train
+      ->add_option("--master-addr", dist.master_addr,
+                   "rank 0's address (default: $MASTER_ADDR, else 127.0.0.1)")
+      ->group(dp_group);
+  train
+      ->add_option("--master-port", dist.master_port,
+                   "rank 0's rendezvous port (default: $MASTER_PORT, else 29500; --nproc picks a "
+                   "free one)")
+      ->group(dp_group);
+  train
+      ->add_option("--dist-timeout", dist.timeout,
+                   "seconds to wait for workers to join, and for any one collective")
+      ->capture_default_str()
+      ->group(dp_group);
 
   // eval
   auto* eval = app.add_subcommand("eval", "evaluate a model directory on a task at given lengths");
@@ -324,9 +357,33 @@ int run(int argc, char** argv, bool parse_only) {
     cmd_eval(ea);
   }
   if (*train) {
+    const bool worker = train->count("--rank") || train->count("--world-size");
+    if (nproc > 1 && !worker) {
+      // The launcher: this process only starts and supervises the workers.
+      std::vector<std::string> args(argv + 1, argv + argc);
+      if (!train->count("--threads")) {
+        const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        args.push_back("--threads");
+        args.push_back(std::to_string(std::max<int64_t>(1, cores / nproc)));
+      }
+      const int port =
+          train->count("--master-port") ? static_cast<int>(dist.master_port) : free_local_port();
+      auto lr = launch_local_workers(self_executable(), args, static_cast<int>(nproc), port,
+                                     dist.timeout);
+      SEQLAB_CHECK(lr.code == 0,
+                   "data-parallel worker rank {} {}; the other workers stopped {:.1f} s later",
+                   lr.failed_rank, lr.failure, lr.seconds_to_stop);
+      return 0;
+    }
     common.apply();
     const int64_t steps_override = train->count("--steps") ? trc.steps : 0;
-    auto r = train_model(mc, tc, trc, out, resume, steps_override);
+    const DistConfig d = dist.resolved();
+    SEQLAB_CHECK(nproc == 1 || nproc == d.world_size, "--nproc {} disagrees with --world-size {}",
+                 nproc, d.world_size);
+    std::unique_ptr<DataParallel> dp;
+    if (d.distributed()) dp = std::make_unique<DataParallel>(d);
+    auto r = train_model(mc, tc, trc, out, resume, steps_override, 0, {}, dp.get());
+    if (dp && !dp->root()) return 0;  // rank 0 reports the run
     if (train_json) {
       std::cout << nlohmann::json{{"out", out},
                                   {"start_step", r.start_step},

@@ -7,19 +7,23 @@
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
+#include "seqlab/train/distributed.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
 #include "seqlab/train/mae_schedule.h"
+#include "seqlab/train/memory_estimate.h"
 #include "seqlab/model/deq.h"
 #include "seqlab/train/optim.h"
 #include "seqlab/train/swag.h"
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -200,17 +204,13 @@ torch::Tensor training_loss(SeqModelImpl& model, const Batch& b) {
   return task_loss(model.forward(b.input, b.valid), b);
 }
 
-}  // namespace
-
-TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig train_cfg,
-                         const std::string& out, bool resume, int64_t steps_override,
-                         int64_t stop_after, const StartFrom& start_arg) {
-  StartFrom start = start_arg;
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::string state_path = (fs::path(out) / kTrainStateFile).string();
-  const bool resuming = resume && fs::exists(state_path);
-  const bool has_model = fs::exists(fs::path(out) / kConfigFile);
-  if (has_model) {
+// The configs a run trains with: the command line's, or on --resume the ones saved in `out`;
+// then validated and resolved (defaults that depend on the task, the seed, the machine).
+// Everything is checked before the first byte is written.
+void resolve_run_configs(const std::string& out, bool resume, bool resuming, int64_t steps_override,
+                         ModelConfig& model_cfg, TaskConfig& task_cfg, TrainConfig& train_cfg,
+                         StartFrom& start) {
+  if (fs::exists(fs::path(out) / kConfigFile)) {
     // With --resume, the run continues with the configs it was started with. A run killed before
     // its first checkpoint left its initial model and configs but no train state; it starts
     // again from scratch. Any other model directory is never overwritten.
@@ -232,7 +232,6 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     SEQLAB_CHECK(!resuming, "{}: {} without {}", out, kTrainStateFile, kConfigFile);
   }
 
-  // Everything is validated and resolved before the first byte is written.
   train_cfg.validate();
   auto task = make_task(task_cfg);
   if (task_cfg.min_len == 0) task_cfg.min_len = task->min_length();
@@ -244,18 +243,65 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   model_cfg.head = task->head();
   model_cfg.n_classes = task->n_classes();
   model_cfg.validate();
-  torch::set_num_threads(static_cast<int>(train_cfg.threads));
 
   start.adapter.validate();
   SEQLAB_CHECK(start.adapter.kind == "none" || !start.init.empty(),
                "adapters need a model to start from (finetune --model DIR)");
-  LoadedModel init;
-  if (!start.init.empty() && !resuming) {  // a resumed run's weights come from its checkpoint
-    init = load_model_dir(start.init);
-    if (init.model->adapters) init.model->merge_adapters();
-    SEQLAB_CHECK(init.config.to_json() == model_cfg.to_json(),
-                 "{}: its model config differs from the one being trained", start.init);
+}
+
+}  // namespace
+
+TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig train_cfg,
+                         const std::string& out, bool resume, int64_t steps_override,
+                         int64_t stop_after, const StartFrom& start_arg, DataParallel* dp) {
+  StartFrom start = start_arg;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string state_path = (fs::path(out) / kTrainStateFile).string();
+  // Data parallel: rank 0 alone reads and writes `out`; it resolves the configs and hands them to
+  // the other ranks (train/distributed.h).
+  const bool root = !dp || dp->root();
+  bool resuming = false;
+  LoadedModel init;  // the model finetuning starts from (rank 0; broadcast to the others)
+  try {
+    if (root) {
+      resuming = resume && fs::exists(state_path);
+      resolve_run_configs(out, resume, resuming, steps_override, model_cfg, task_cfg, train_cfg,
+                          start);
+      if (!start.init.empty() && !resuming) {  // a resumed run's weights come from its checkpoint
+        init = load_model_dir(start.init);
+        if (init.model->adapters) init.model->merge_adapters();
+        SEQLAB_CHECK(init.config.to_json() == model_cfg.to_json(),
+                     "{}: its model config differs from the one being trained", start.init);
+      }
+      if (dp)
+        dp->share("configs", nlohmann::json{{"model", model_cfg.to_json()},
+                                            {"task", task_cfg.to_json()},
+                                            {"train", train_cfg.to_json()},
+                                            {"finetune", start.to_json()},
+                                            {"resuming", resuming}}
+                                 .dump());
+    } else {
+      const auto j = nlohmann::json::parse(dp->share("configs", ""));
+      model_cfg = ModelConfig::from_json(j["model"], "rank 0's configs");
+      task_cfg = TaskConfig::from_json(j["task"], "rank 0's configs");
+      train_cfg = TrainConfig::from_json(j["train"], "rank 0's configs");
+      start = StartFrom::from_json(j["finetune"], "rank 0's configs");
+      resuming = j["resuming"].get<bool>();
+    }
+  } catch (const std::exception& e) {
+    if (dp) dp->publish_error("configs", e.what());
+    throw;
   }
+  auto task = make_task(task_cfg);
+  torch::set_num_threads(static_cast<int>(train_cfg.threads));
+
+  // A run that cannot fit is refused before the model is allocated, with the estimate.
+  check_training_fits(
+      estimate_training_memory(
+          model_cfg,
+          dp ? (train_cfg.batch + dp->world_size() - 1) / dp->world_size() : train_cfg.batch,
+          task_cfg.max_len, start.adapter.kind != "none"),
+      machine_memory_bytes());
 
   torch::manual_seed(train_cfg.seed);
   SeqModel model(model_cfg);
@@ -290,7 +336,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   AdamW opt(named, aopt);
   std::unique_ptr<Swag> swag;  // SWAG moments of the trainable parameters (train/swag.h)
   const int64_t swag_every = train_cfg.swag_every > 0 ? train_cfg.swag_every : 10;
-  if (train_cfg.swag_start > 0)
+  if (train_cfg.swag_start > 0 && root)  // the weights are the same on every rank
     swag = std::make_unique<Swag>(named, train_cfg.swag_rank < 0 ? 20 : train_cfg.swag_rank);
 
   nlohmann::json sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
@@ -300,44 +346,86 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   res.parameters = count_parameters(*model);
   res.trainable = count_parameters(*model, /*trainable_only=*/true);
   LoopState loop;
-  if (resuming) {
+  if (resuming && root) {
     res.start_step = load_checkpoint(out, *model, opt, loop, swag.get());
     SEQLAB_CHECK(res.start_step <= train_cfg.steps, "{}: checkpoint is at step {}, past --steps {}",
                  state_path, res.start_step, train_cfg.steps);
     truncate_metrics(metrics_path, res.start_step);
     save_model_dir(out, *model, sections);  // records a raised --steps
     log_info("resuming {} from step {}", out, res.start_step);
-  } else {
+  } else if (root) {
     // The directory is a loadable model from the start: a kill before the first checkpoint
     // leaves the initial weights and the configs, and --resume then starts from scratch.
     ensure_dir(out);
     write_file_atomic(metrics_path, "");
     save_model_dir(out, *model, sections);
   }
+  if (dp) {
+    // Every rank starts from rank 0's weights, optimizer moments and position in the run (a
+    // finetuned start, adapters and a resumed checkpoint included).
+    shard_rows(train_cfg.batch, dp->rank(), dp->world_size());  // --batch >= workers
+    std::vector<torch::Tensor> ts;
+    for (auto& [k, v] : model_tensors(*model)) ts.push_back(v);
+    auto st = opt.state();
+    for (auto& [k, v] : st) ts.push_back(v);
+    auto where = torch::tensor({res.start_step}, torch::kLong);
+    auto loop_t = loop.to_tensor();
+    ts.push_back(where);
+    ts.push_back(loop_t);
+    dp->broadcast(ts);
+    if (!root) {
+      opt.load_state(std::map<std::string, torch::Tensor>(st.begin(), st.end()), "rank 0");
+      res.start_step = where.item<int64_t>();
+      loop = LoopState::from_tensor(loop_t, "rank 0");
+    }
+  }
   res.first_loss = loop.first_loss;
-  log_info("{} {} on {}: {} parameters ({} trainable), {} steps of {} x {}-{} tokens, {} threads",
+  log_info("{} {} on {}: {} parameters ({} trainable), {} steps of {} x {}-{} tokens, {} threads{}",
            start.init.empty() ? "train" : "finetune", model_cfg.mixer.arch, task->name(),
            res.parameters, res.trainable, train_cfg.steps, train_cfg.batch, task_cfg.min_len,
-           task_cfg.max_len, train_cfg.threads);
+           task_cfg.max_len, train_cfg.threads,
+           dp ? fmt::format(" per worker, {} data-parallel workers", dp->world_size()) : "");
 
-  std::ofstream metrics(metrics_path, std::ios::app);
-  SEQLAB_CHECK(metrics.is_open(), "cannot open {} for appending", metrics_path);
+  std::ofstream metrics;
+  if (root) {
+    metrics.open(metrics_path, std::ios::app);
+    SEQLAB_CHECK(metrics.is_open(), "cannot open {} for appending", metrics_path);
+  }
   const int64_t eval_every =
       train_cfg.eval_every > 0 ? train_cfg.eval_every : std::max<int64_t>(1, train_cfg.steps / 10);
   const int64_t end = stop_after > 0 ? std::min(stop_after, train_cfg.steps) : train_cfg.steps;
-  Progress bar("train", train_cfg.steps, res.start_step);
+  std::optional<Progress> bar;
+  if (root) bar.emplace("train", train_cfg.steps, res.start_step);
   // Test hook: SEQLAB_TEST_NAN_FROM_STEP=N makes every loss from step N on NaN (tests/test_cli.cpp,
   // --max-bad-steps).
   const char* nan_hook = std::getenv("SEQLAB_TEST_NAN_FROM_STEP");
   const int64_t nan_from = nan_hook ? std::atoll(nan_hook) : -1;
+  // Test hook: SEQLAB_TEST_DIE_AT_STEP=N SEQLAB_TEST_DIE_RANK=r kills rank r with SIGKILL as it
+  // starts step N (tests/test_distributed.cpp: a lost worker, then --resume).
+  const char* die_hook = std::getenv("SEQLAB_TEST_DIE_AT_STEP");
+  const char* die_rank = std::getenv("SEQLAB_TEST_DIE_RANK");
+  const int64_t die_at = die_hook ? std::atoll(die_hook) : -1;
+  const bool die_here = (die_rank ? std::atoll(die_rank) : 0) == (dp ? dp->rank() : 0);
   for (int64_t step = res.start_step; step < end; ++step) {
+    if (step == die_at && die_here) std::raise(SIGKILL);
     const uint64_t s = mix_seed(train_cfg.seed, static_cast<uint64_t>(step));
     const int64_t span = task_cfg.max_len - task_cfg.min_len + 1;
     const int64_t len = task_cfg.min_len + static_cast<int64_t>(mix_seed(s, 1) % span);
     auto batch = task->sample(train_cfg.batch, len, s);
+    double share = 1;  // this rank's part of the loss normalizer
+    if (dp) {
+      // Every rank draws the same batch and keeps its rows; its loss is scaled so that the sum
+      // over ranks is the mean over the whole batch.
+      const auto [lo, hi] = shard_rows(train_cfg.batch, dp->rank(), dp->world_size());
+      const auto all = static_cast<double>(std::max<int64_t>(1, scored_count(batch)));
+      batch = slice_rows(batch, lo, hi);
+      share = static_cast<double>(scored_count(batch)) / all;
+    }
     auto loss = training_loss(*model, batch);
+    if (dp) loss = loss * share;
     if (nan_from >= 0 && step >= nan_from) loss = loss * std::nan("");
-    const double lv = loss.item<double>();
+    double lv = loss.item<double>();
+    if (dp) lv = dp->allreduce_values({std::isfinite(lv) ? lv : std::nan("")})[0];
     double lr =
         lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
     if (swag && train_cfg.swag_lr > 0 && step >= train_cfg.swag_start) lr = train_cfg.swag_lr;
@@ -347,6 +435,13 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     if (std::isfinite(lv)) {
       loop.bad_in_a_row = 0;
       loss.backward();
+      if (dp) {
+        // The summed gradient over the shards is the whole batch's; every rank gets it.
+        std::vector<torch::Tensor> grads;
+        for (auto& p : params)
+          if (p.grad().defined()) grads.push_back(p.mutable_grad());
+        dp->allreduce_sum(grads);
+      }
       mae.mask_gradients(named, step);  // block coordinate descent: one block trains per step
       gnorm = clip_grad_norm(params, train_cfg.clip);
       opt.step(lr);
@@ -386,6 +481,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       loop.window_loss = 0;
       loop.window_n = 0;
     }
+    if (!root) continue;  // rank 0 alone evaluates, logs and writes checkpoints
     if (done % eval_every == 0 || done == train_cfg.steps) {
       auto ev = evaluate(*model, *task, task_cfg.max_len, train_cfg.eval_size, train_cfg.batch,
                          train_cfg.seed);
@@ -415,10 +511,10 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     }
     if ((train_cfg.checkpoint_every > 0 && done % train_cfg.checkpoint_every == 0) || done == end)
       save_checkpoint(out, *model, opt, done, loop, sections, swag.get());
-    bar.update(done, fmt::format("loss {:.4f}", res.last_loss));
+    bar->update(done, fmt::format("loss {:.4f}", res.last_loss));
   }
-  bar.finish();
-  if (start.merge && model->adapters && end == train_cfg.steps) {
+  if (bar) bar->finish();
+  if (root && start.merge && model->adapters && end == train_cfg.steps) {
     // The resume point (train_state.safetensors) keeps the adapters unmerged; the model written
     // for use has them folded into its weights.
     model->merge_adapters();

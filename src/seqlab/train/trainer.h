@@ -15,6 +15,8 @@
 
 namespace seqlab {
 
+class DataParallel;
+
 inline const char* kTrainStateFile = "train_state.safetensors";
 inline const char* kMetricsFile = "metrics.jsonl";
 
@@ -95,8 +97,11 @@ struct TrainOutcome {
 // loaded before step 1 (see StartFrom).
 // stop_after > 0 ends the run early after that step (as an interruption would), having written a
 // checkpoint there; a later resume continues the same schedule.
+// With dp set, this process is one rank of a data-parallel run (train/distributed.h): the configs
+// and weights come from rank 0, which alone reads and writes `out`.
 TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig train_cfg,
                          const std::string& out, bool resume, int64_t steps_override = 0,
-                         int64_t stop_after = 0, const StartFrom& start = {});
+                         int64_t stop_after = 0, const StartFrom& start = {},
+                         DataParallel* dp = nullptr);
 
 }  // namespace seqlab
