@@ -79,7 +79,9 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
   dec->add_option("--gen", ba->cfg.gen, "greedy tokens generated after the context")
       ->capture_default_str();
   dec->add_option("--reps", ba->cfg.reps, "repetitions (mean ± sd)")->capture_default_str();
-  dec->add_option("--engines", ba->cfg.engines, "fast, torch or both, comma-separated")
+  dec->add_option("--engines", ba->cfg.engines,
+                  "fast, torch or both, comma-separated; fast-rows = the fast engine with its "
+                  "prefill as one matrix-vector product per token (no GEMM tiles), to compare")
       ->delimiter(',')
       ->capture_default_str();
   dec->add_option("-o,--format", ba->format, "md, csv or json")->capture_default_str();

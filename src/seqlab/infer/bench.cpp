@@ -167,7 +167,8 @@ void DecodeBenchConfig::validate() const {
   SEQLAB_CHECK(threads >= 1, "--threads must be >= 1, got {}", threads);
   SEQLAB_CHECK(!engines.empty(), "--engines: give fast, torch or both");
   for (const auto& e : engines)
-    SEQLAB_CHECK(e == "fast" || e == "torch", "--engines: unknown engine '{}' (fast, torch)", e);
+    SEQLAB_CHECK(e == "fast" || e == "torch" || e == "fast-rows",
+                 "--engines: unknown engine '{}' (fast, torch, fast-rows)", e);
 }
 
 DecodeMeasurement measure_decode(const std::string& model_dir, const std::string& engine,
@@ -175,7 +176,10 @@ DecodeMeasurement measure_decode(const std::string& model_dir, const std::string
   SEQLAB_CHECK(context >= 1 && gen >= 1, "bench: context and gen must be >= 1");
   auto lm = load_model_dir(model_dir);
   if (lm.model->adapters) lm.model->merge_adapters();
-  auto e = make_engine(engine, *lm.model);
+  // fast-rows: the fast engine with its prefill as one matvec per token (no GEMM tiles), for
+  // comparison; the measurement runs in a child process of its own.
+  infer::set_prefill_tiled(engine != "fast-rows");
+  auto e = make_engine(engine == "fast-rows" ? "fast" : engine, *lm.model);
   const int64_t V = e->vocab_size(), limit = max_sequence(*lm.model);
   SEQLAB_CHECK(limit < 0 || context + gen <= limit,
                "bench: context {} + {} generated tokens exceed the max context {}", context, gen,
@@ -228,7 +232,7 @@ std::vector<DecodeBenchRow> run_decode_bench(
         if (info.limit >= 0 && C + cfg.gen > info.limit)
           notes[e] = fmt::format("skipped: context {} + {} generated > max context {}", C, cfg.gen,
                                  info.limit);
-        else if (e == "fast" && !info.fast_error.empty())
+        else if (e.rfind("fast", 0) == 0 && !info.fast_error.empty())
           notes[e] = "skipped: the fast engine does not support this model: " + info.fast_error;
       }
       // The bandwidth of the roofline, measured at this cell's working set (weights + state).

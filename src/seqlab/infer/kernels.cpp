@@ -293,9 +293,100 @@ void matvec(const float* W, const float* bias, const float* x, float* y, int64_t
     matvec_one(W, bias, x, y, rows, cols);
 }
 
+namespace {
+
+std::atomic<bool> g_prefill_tiled{true};
+
+// GEMM for prefill: Y[i, r] = sum_c X[i, c] W[r, c]. A block of 16 weight rows is packed
+// transposed and contiguous, P[c * 16 + k] = W[r + k, c], so that one 8-float load gives 8 outputs'
+// weights for column c; the micro-kernel multiplies 4 input rows (broadcast X[i, c]) by those 16
+// outputs into 8 accumulators. Per column: 2 weight loads + 4 broadcasts for 8 FMAs, and no
+// horizontal sums (matvec needs one per output). Each output sums its columns in order, in one
+// lane, so prefill and stepping differ by rounding only (tested to 1e-4 like everything else).
+constexpr int64_t kPanel = 16;
+
+__attribute__((target("avx2,fma"))) void gemm_4x16_avx2(const float* P, const float* const x[4],
+                                                        int64_t cols, int64_t nx,
+                                                        __m256 out[4][2]) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps(), c10 = _mm256_setzero_ps(),
+         c11 = _mm256_setzero_ps(), c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps(),
+         c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  if (nx == 4) {
+    const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3];
+    for (int64_t c = 0; c < cols; ++c) {
+      const __m256 w0 = _mm256_loadu_ps(P + c * kPanel), w1 = _mm256_loadu_ps(P + c * kPanel + 8);
+      __m256 b = _mm256_broadcast_ss(x0 + c);
+      c00 = _mm256_fmadd_ps(w0, b, c00);
+      c01 = _mm256_fmadd_ps(w1, b, c01);
+      b = _mm256_broadcast_ss(x1 + c);
+      c10 = _mm256_fmadd_ps(w0, b, c10);
+      c11 = _mm256_fmadd_ps(w1, b, c11);
+      b = _mm256_broadcast_ss(x2 + c);
+      c20 = _mm256_fmadd_ps(w0, b, c20);
+      c21 = _mm256_fmadd_ps(w1, b, c21);
+      b = _mm256_broadcast_ss(x3 + c);
+      c30 = _mm256_fmadd_ps(w0, b, c30);
+      c31 = _mm256_fmadd_ps(w1, b, c31);
+    }
+  } else {  // 1-3 input rows left: one at a time
+    for (int64_t c = 0; c < cols; ++c) {
+      const __m256 w0 = _mm256_loadu_ps(P + c * kPanel), w1 = _mm256_loadu_ps(P + c * kPanel + 8);
+      const __m256 b = _mm256_broadcast_ss(x[0] + c);
+      c00 = _mm256_fmadd_ps(w0, b, c00);
+      c01 = _mm256_fmadd_ps(w1, b, c01);
+    }
+  }
+  out[0][0] = c00, out[0][1] = c01, out[1][0] = c10, out[1][1] = c11;
+  out[2][0] = c20, out[2][1] = c21, out[3][0] = c30, out[3][1] = c31;
+}
+
+__attribute__((target("avx2,fma"))) void matmul_packed_avx2(const float* W, const float* bias,
+                                                            const float* X, float* Y, int64_t n,
+                                                            int64_t rows, int64_t cols) {
+  // The packed panel is reused across calls (prefill only; grows to the largest layer once).
+  static thread_local std::vector<float> panel;
+  panel.resize(static_cast<size_t>(cols * kPanel));
+  float* P = panel.data();
+  alignas(32) float tile[4][kPanel];
+  for (int64_t r0 = 0; r0 < rows; r0 += kPanel) {
+    const int64_t nr = std::min(kPanel, rows - r0);
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t k = 0; k < kPanel; ++k) P[c * kPanel + k] = k < nr ? W[(r0 + k) * cols + c] : 0;
+    for (int64_t i = 0; i < n;) {
+      const int64_t nx = n - i >= 4 ? 4 : 1;
+      const float* x[4] = {X + i * cols, nullptr, nullptr, nullptr};
+      if (nx == 4)
+        for (int k = 1; k < 4; ++k) x[k] = X + (i + k) * cols;
+      __m256 acc[4][2];
+      gemm_4x16_avx2(P, x, cols, nx, acc);
+      for (int64_t a = 0; a < nx; ++a) {
+        _mm256_store_ps(tile[a], acc[a][0]);
+        _mm256_store_ps(tile[a] + 8, acc[a][1]);
+        float* y = Y + (i + a) * rows + r0;
+        for (int64_t k = 0; k < nr; ++k) y[k] = tile[a][k] + (bias ? bias[r0 + k] : 0.0f);
+      }
+      i += nx;
+    }
+  }
+}
+
+}  // namespace
+
+void set_prefill_tiled(bool on) {
+  g_prefill_tiled = on;
+}
+bool prefill_tiled() {
+  return g_prefill_tiled;
+}
+
 void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                  int64_t rows, int64_t cols) {
-  // Blocks of 8 input rows: each block reuses the weights while they are in cache.
+  if (g_prefill_tiled && !g_pool && active_kernel() == Kernel::avx2 && n >= 4) {
+    matmul_packed_avx2(W, bias, X, Y, n, rows, cols);
+    return;
+  }
+  // One matvec per input row, in blocks of 8 input rows: each block reuses the weights while they
+  // are in cache.
   constexpr int64_t kRowBlock = 8, kOutBlock = 64;
   for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
     const int64_t i1 = std::min(n, i0 + kRowBlock);
