@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <regex>
 #include <thread>
 
 using namespace seqlab;
@@ -110,6 +111,12 @@ TEST(DataParallel, CollectivesSumAndBroadcastAcrossRanks) {
     EXPECT_TRUE(torch::equal(t[0], torch::full({3}, 3.0f)));
     EXPECT_TRUE(torch::equal(t[1], torch::full({40}, 6.0f)));
     EXPECT_TRUE(torch::equal(t[2], torch::full({2, 2}, 6.0f)));
+    // Several tensors in one bucket (3 + 4 floats in 64 bytes).
+    std::vector<torch::Tensor> m = {torch::arange(3).to(torch::kFloat) + r,
+                                    torch::full({4}, r * r)};
+    dp.allreduce_sum(m, 64);
+    EXPECT_TRUE(torch::equal(m[0], torch::tensor({3.0f, 6.0f, 9.0f})));
+    EXPECT_TRUE(torch::equal(m[1], torch::full({4}, 5.0f)));
     std::vector<torch::Tensor> u = {torch::full({5}, r), torch::full({1}, r * 10).to(torch::kLong)};
     dp.broadcast(u);
     EXPECT_TRUE(torch::equal(u[0], torch::zeros({5})));
@@ -230,11 +237,27 @@ TEST(DataParallelCli, AKilledWorkerStopsTheOthersAndResumeFinishesTheRun) {
   EXPECT_NE(r.err.find("data-parallel worker rank 1 was killed by signal 9"), std::string::npos)
       << r.err;
   EXPECT_LT(took, 60) << "the surviving worker must not hang";
+  // The launcher reports how long the others took to stop after the lost worker; they fail at
+  // their next all-reduce, not after --dist-timeout.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("stopped ([0-9.]+) s later"))) << r.err;
+  EXPECT_LT(std::stod(m[1]), 10.0) << r.err;
   // The checkpoint at step 4 is intact and --resume finishes bitwise like the whole run.
   EXPECT_NO_THROW(load_model_dir(cut));
   auto res = run_seqlab(kRun + "--steps 12 --nproc 2 --resume --out " + cut);
   ASSERT_EQ(res.code, 0) << res.err;
   EXPECT_TRUE(bitwise_equal(weights(whole), weights(cut)));
+}
+
+// SWAG's constant learning rate applies on every worker (only rank 0 keeps the moments).
+TEST(DataParallelCli, SwagRunsMatchOneProcess) {
+  const std::string swag = "--steps 12 --swag-start 6 --swag-every 2 --swag-lr 1e-3 ";
+  const auto one = cli_tmp("swag1"), two = cli_tmp("swag2");
+  ASSERT_EQ(run_seqlab(kRun + swag + "--out " + one).code, 0);
+  auto r = run_seqlab(kRun + swag + "--nproc 2 --out " + two);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LT(max_rel_diff(weights(one), weights(two)), 1e-5);
+  EXPECT_TRUE(fs::exists(fs::path(two) / "swag.safetensors"));
 }
 
 TEST(DataParallelCli, BadSettingsAreClearErrors) {
@@ -245,9 +268,18 @@ TEST(DataParallelCli, BadSettingsAreClearErrors) {
   expect_cli_error(args + " --rank 2 --world-size 2", "--rank must be in [0, --world-size 2)");
   expect_cli_error(args + " --nproc 3 --rank 0 --world-size 2",
                    "--nproc 3 disagrees with --world-size 2");
-  // 6 rows cannot feed 7 workers: every worker says so before training.
-  auto r = run_seqlab(args + " --nproc 7");
+  // 6 rows cannot feed 7 workers: refused before anything is written.
+  const auto out7 = cli_tmp("seven");
+  auto r = run_seqlab(kRun + "--steps 3 --nproc 7 --out " + out7);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--batch 6 is smaller than the 7 data-parallel workers"), std::string::npos)
       << r.err;
+  EXPECT_FALSE(fs::exists(out7));
+  // The launcher picks the workers' rendezvous itself; a port given with --nproc is used.
+  const auto port_out = cli_tmp("port");
+  r = run_seqlab(kRun + "--steps 2 --nproc 2 --master-port " + std::to_string(free_local_port()) +
+                 " --out " + port_out);
+  EXPECT_EQ(r.code, 0) << r.err;
+  expect_cli_error(kRun + "--steps 2 --nproc 2 --master-addr 10.1.2.3 --out " + cli_tmp("remote"),
+                   "--master-addr 10.1.2.3 is not local");
 }

@@ -198,6 +198,7 @@ TEST(FastDecoder, ScalarAndAvx2KernelsAgree) {
 TEST(FastDecoder, TiledPrefillGemmEqualsTheReference) {
   if (!infer::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
   infer::set_kernel(Kernel::avx2);
+  ASSERT_EQ(infer::threads(), 1);  // the GEMM path is the single-threaded one
   torch::manual_seed(4);
   for (int64_t n : {1, 3, 4, 5, 8, 9, 17})
     for (int64_t rows : {4, 5, 16, 17, 67, 130})

@@ -67,6 +67,8 @@ TEST(MemoryEstimate, RefusesWhatTheMachineCannotHold) {
   const auto e = estimate_training_memory(config("softmax", 64, 2), 8, 128);
   EXPECT_NO_THROW(check_training_fits(e, e.total() * 1.01));
   EXPECT_NO_THROW(check_training_fits(e, 0));  // unknown machine: no refusal
+  // Workers sharing the machine count once each.
+  EXPECT_THROW(check_training_fits(e, e.total() * 1.5, 2), Error);
   try {
     check_training_fits(e, e.total() / 2);
     FAIL() << "no refusal";

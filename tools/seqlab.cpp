@@ -357,10 +357,30 @@ int run(int argc, char** argv, bool parse_only) {
     cmd_eval(ea);
   }
   if (*train) {
-    const bool worker = train->count("--rank") || train->count("--world-size");
+    const bool worker = train->count("--rank") > 0;  // a launched (or hand-started) worker
     if (nproc > 1 && !worker) {
       // The launcher: this process only starts and supervises the workers.
-      std::vector<std::string> args(argv + 1, argv + argc);
+      // The workers get their rank, world size and rendezvous from the launcher: any given on
+      // the command line are left out (the port is kept below).
+      SEQLAB_CHECK(dist.master_addr.empty() || dist.master_addr == "127.0.0.1" ||
+                       dist.master_addr == "localhost",
+                   "--nproc starts workers on this machine; --master-addr {} is not local (start "
+                   "one process per worker with --rank/--world-size instead)",
+                   dist.master_addr);
+      std::vector<std::string> args;
+      for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        bool dropped = false;
+        for (const char* f : {"--master-addr", "--master-port", "--rank", "--world-size"}) {
+          if (a == f && i + 1 < argc) {
+            ++i;
+            dropped = true;
+          } else if (a.rfind(std::string(f) + "=", 0) == 0) {
+            dropped = true;
+          }
+        }
+        if (!dropped) args.push_back(a);
+      }
       if (!train->count("--threads")) {
         const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
         args.push_back("--threads");
@@ -415,6 +435,11 @@ std::string first_line(const std::string& s) {
 int seqlab::cli::run_cli(int argc, char** argv, bool parse_only) {
   try {
     return run(argc, argv, parse_only);
+  } catch (const seqlab::CollectiveError& e) {
+    // A data-parallel worker that lost its peer: exit code 3, so that the --nproc launcher
+    // reports the worker that failed first (train/launch.h).
+    fmt::print(stderr, "error: {}\n", e.what());
+    return seqlab::kLostPeerExitCode;
   } catch (const seqlab::Error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
   } catch (const c10::Error& e) {

@@ -206,8 +206,8 @@ DecodeMeasurement measure_decode(const std::string& model_dir, const std::string
 std::vector<DecodeBenchRow> run_decode_bench(
     const DecodeBenchConfig& cfg, const std::function<void(const std::string&)>& progress) {
   cfg.validate();
-  const bool want_fast =
-      std::find(cfg.engines.begin(), cfg.engines.end(), "fast") != cfg.engines.end();
+  const bool want_fast = std::any_of(cfg.engines.begin(), cfg.engines.end(),
+                                     [](const std::string& e) { return e.rfind("fast", 0) == 0; });
   // Every model is checked before anything runs.
   std::vector<ModelInfo> infos;
   for (const auto& m : cfg.models) infos.push_back(inspect_model(m, want_fast, cfg));

@@ -65,12 +65,15 @@ DistConfig DistConfig::resolved() const {
     c.master_addr = a && *a ? a : "127.0.0.1";
   }
   if (c.master_port == 0) c.master_port = env_int("MASTER_PORT", 29500);
+  if (c.local_world_size == 0) c.local_world_size = env_int("LOCAL_WORLD_SIZE", 1);
   SEQLAB_CHECK(c.world_size >= 1, "--world-size must be >= 1, got {}", c.world_size);
   SEQLAB_CHECK(c.rank >= 0 && c.rank < c.world_size,
                "--rank must be in [0, --world-size {}), got {}", c.world_size, c.rank);
   SEQLAB_CHECK(c.master_port >= 1 && c.master_port <= 65535,
                "--master-port must be in [1, 65535], got {}", c.master_port);
   SEQLAB_CHECK(c.timeout > 0, "--dist-timeout must be positive, got {}", c.timeout);
+  SEQLAB_CHECK(c.local_world_size >= 1 && c.local_world_size <= c.world_size,
+               "LOCAL_WORLD_SIZE must be in [1, {}], got {}", c.world_size, c.local_world_size);
   return c;
 }
 
@@ -82,6 +85,7 @@ struct DataParallel::Impl {
 DataParallel::DataParallel(const DistConfig& c) : impl_(std::make_unique<Impl>()) {
   rank_ = c.rank;
   world_ = c.world_size;
+  local_ = c.local_world_size;
   timeout_ = c.timeout;
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(c.timeout * 1000));
   // c10d logs its own socket errors through glog before throwing; the exceptions below carry the
@@ -171,6 +175,7 @@ std::string DataParallel::share(const std::string& key, const std::string& value
     }
     const std::string v = text(impl_->store->get(k));
     if (v.rfind("ok:", 0) == 0) return v.substr(3);
+    impl_->store->add(k + "/read", 1);  // rank 0 waits for this before it exits
     fail("rank 0 stopped: {}", v.substr(v.find(':') + 1));
   } catch (const Error&) {
     throw;
@@ -182,9 +187,16 @@ std::string DataParallel::share(const std::string& key, const std::string& value
 void DataParallel::publish_error(const std::string& key, const std::string& message) {
   if (rank_ != 0) return;
   try {
-    impl_->store->set(kPrefix + "share/" + key, bytes("err:" + message));
+    const std::string k = kPrefix + "share/" + key;
+    impl_->store->set(k, bytes("err:" + message));
+    // The store lives in this process: wait (briefly) until every worker has read the message.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(std::min(timeout_, 5.0));
+    while (impl_->store->add(k + "/read", 0) < world_ - 1 &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
   } catch (const std::exception&) {
-    // the others will time out instead
+    // the others will see the connection close instead
   }
 }
 
@@ -197,10 +209,10 @@ void DataParallel::publish_error(const std::string& key, const std::string& mess
     } catch (const Error&) {                                                                  \
       throw;                                                                                  \
     } catch (const std::exception& e) {                                                       \
-      fail(                                                                                   \
+      throw CollectiveError(fmt::format(                                                      \
           "data-parallel rank {}: {} failed: {} (a worker exited, hung longer than {} s, or " \
           "the network failed)",                                                              \
-          rank_, what, short_what(e), timeout_);                                              \
+          rank_, what, short_what(e), timeout_));                                             \
     }                                                                                         \
   } while (0)
 

@@ -26,14 +26,23 @@
 
 namespace seqlab {
 
+// A collective that failed because a peer is gone or stuck (the CLI exits with code 3 for it, so
+// that a launcher can tell the workers that lost a peer from the one that failed first).
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct DistConfig {
   int64_t rank = -1, world_size = 0;  // -1 / 0: take RANK / WORLD_SIZE from the environment
+  int64_t local_world_size = 0;       // workers on this machine (0: LOCAL_WORLD_SIZE, else 1)
   std::string master_addr;            // "": MASTER_ADDR, else 127.0.0.1
   int64_t master_port = 0;            // 0: MASTER_PORT, else 29500
   double timeout = 300;               // seconds: rendezvous, and any one collective
 
-  // Fills the unset fields from the environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, the
-  // names torchrun uses) and defaults; validates. world_size 1 means no distribution.
+  // Fills the unset fields from the environment (RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR,
+  // MASTER_PORT, the names torchrun uses) and defaults; validates. world_size 1 means no
+  // distribution.
   DistConfig resolved() const;
   bool distributed() const { return world_size > 1; }
 };
@@ -50,10 +59,12 @@ class DataParallel {
 
   int64_t rank() const { return rank_; }
   int64_t world_size() const { return world_; }
+  int64_t local_world_size() const { return local_; }
   bool root() const { return rank_ == 0; }
 
   // Rank 0 publishes `value` under `key`; every rank returns it. When rank 0 failed before it
-  // could publish, it calls publish_error() instead, and the others throw with its message.
+  // could publish, it calls publish_error() instead, and the others throw with its message
+  // (rank 0 waits, up to 5 s, until they have read it: its store must outlive their reads).
   std::string share(const std::string& key, const std::string& value);
   void publish_error(const std::string& key, const std::string& message);
 
@@ -68,7 +79,7 @@ class DataParallel {
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  int64_t rank_ = 0, world_ = 1;
+  int64_t rank_ = 0, world_ = 1, local_ = 1;
   double timeout_ = 0;
 };
 

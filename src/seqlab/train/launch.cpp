@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -23,10 +24,12 @@ std::atomic<pid_t> g_workers[kMaxWorkers];
 std::atomic<int> g_n_workers{0};
 
 void forward_signal(int sig) {
+  const int saved = errno;  // the interrupted waitpid's caller reads errno
   for (int i = 0; i < g_n_workers.load(); ++i) {
     const pid_t p = g_workers[i].load();
     if (p > 0) ::kill(p, sig);
   }
+  errno = saved;
 }
 
 std::string describe(int status) {
@@ -35,6 +38,10 @@ std::string describe(int status) {
     return fmt::format("was killed by signal {} ({})", WTERMSIG(status),
                        strsignal(WTERMSIG(status)));
   return "stopped";
+}
+
+bool lost_peer(int status) {
+  return WIFEXITED(status) && WEXITSTATUS(status) == kLostPeerExitCode;
 }
 
 }  // namespace
@@ -50,18 +57,20 @@ LaunchResult launch_local_workers(const std::string& exe, const std::vector<std:
                                   int nproc, int port, double grace_seconds) {
   SEQLAB_CHECK(nproc >= 1 && nproc <= kMaxWorkers, "--nproc must be in [1, {}], got {}",
                kMaxWorkers, nproc);
-  std::vector<pid_t> pids(nproc, -1);
-  g_n_workers = 0;
-  struct sigaction sa {};
-  sa.sa_handler = forward_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {
-  }, old_term{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-
+  // Everything the children need is built before fork: after it they only call
+  // async-signal-safe functions. Their environment is ours plus LOCAL_WORLD_SIZE (the memory
+  // check counts the workers sharing this machine).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e)
+    if (std::strncmp(*e, "LOCAL_WORLD_SIZE=", 17) != 0) env_strings.emplace_back(*e);
+  env_strings.push_back("LOCAL_WORLD_SIZE=" + std::to_string(nproc));
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::vector<std::string>> argvs(nproc);
   for (int r = 0; r < nproc; ++r) {
-    std::vector<std::string> a = {exe};
+    auto& a = argvs[r];
+    a.push_back(exe);
     a.insert(a.end(), args.begin(), args.end());
     for (const auto& s :
          {std::string("--rank"), std::to_string(r), std::string("--world-size"),
@@ -69,15 +78,29 @@ LaunchResult launch_local_workers(const std::string& exe, const std::vector<std:
           std::string("--master-port"), std::to_string(port)})
       a.push_back(s);
     if (r > 0) a.push_back("--quiet");
+  }
+
+  std::vector<pid_t> pids(nproc, -1);
+  g_n_workers = 0;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {};
+  struct sigaction old_term {};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  const pid_t launcher = ::getpid();
+  for (int r = 0; r < nproc; ++r) {
     std::vector<char*> argv;
-    for (auto& s : a) argv.push_back(s.data());
+    for (auto& s : argvs[r]) argv.push_back(s.data());
     argv.push_back(nullptr);
     const pid_t pid = ::fork();
     if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a killed launcher takes its workers with it
-      ::execv(exe.c_str(), argv.data());
-      std::fprintf(stderr, "error: cannot start worker %d (%s): %s\n", r, exe.c_str(),
-                   std::strerror(errno));
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);         // a killed launcher takes its workers with it
+      if (::getppid() != launcher) ::_exit(127);  // it died before the prctl
+      ::execve(exe.c_str(), argv.data(), envp.data());
+      const char msg[] = "error: cannot start a data-parallel worker (exec failed)\n";
+      [[maybe_unused]] auto w = ::write(2, msg, sizeof(msg) - 1);
       ::_exit(127);
     }
     if (pid < 0) {
@@ -90,9 +113,20 @@ LaunchResult launch_local_workers(const std::string& exe, const std::vector<std:
   }
 
   LaunchResult res;
-  int running = nproc;
+  int running = nproc, cause_status = 0;
   std::chrono::steady_clock::time_point failed_at;
-  bool killed = false;
+  bool killed = false, any_failed = false;
+  double grace = grace_seconds;
+  // The reported cause: the first failure that is not a lost peer (a signal, an error of its
+  // own); a worker that only lost its peer (exit code 3) is reported when nothing else failed.
+  auto consider = [&](int r, int status) {
+    if (res.failed_rank < 0 || (lost_peer(cause_status) && !lost_peer(status))) {
+      res.failed_rank = r;
+      res.failure = describe(status);
+      res.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      cause_status = status;
+    }
+  };
   while (running > 0) {
     int status = 0;
     const pid_t pid = ::waitpid(-1, &status, WNOHANG);
@@ -102,20 +136,29 @@ LaunchResult launch_local_workers(const std::string& exe, const std::vector<std:
         pids[r] = -1;
         g_workers[r] = -1;
         --running;
-        const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!ok && res.failed_rank < 0) {
-          res.failed_rank = r;
-          res.failure = describe(status);
-          res.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-          failed_at = std::chrono::steady_clock::now();
-        }
+        if (WIFEXITED(status) && WEXITSTATUS(status) == 0) continue;
+        consider(r, status);
+        if (!any_failed) failed_at = std::chrono::steady_clock::now();
+        any_failed = true;
+        // Without rank 0 (it serves the rendezvous) nobody can go on: stop the rest soon.
+        if (r == 0) grace = std::min(grace, 5.0);
       }
       continue;
     }
-    if (pid < 0 && errno != EINTR) break;
-    if (res.failed_rank >= 0 && !killed &&
-        std::chrono::steady_clock::now() - failed_at >
-            std::chrono::duration<double>(grace_seconds)) {
+    if (pid < 0 && errno != EINTR) {
+      // The workers cannot be waited for any more: stop them rather than lose track of them.
+      const std::string why = std::strerror(errno);
+      for (int r = 0; r < nproc; ++r)
+        if (pids[r] > 0) ::kill(pids[r], SIGKILL);
+      if (res.failed_rank < 0) {
+        res.failed_rank = 0;
+        res.failure = "could not be waited for (" + why + ")";
+        res.code = 1;
+      }
+      break;
+    }
+    if (any_failed && !killed &&
+        std::chrono::steady_clock::now() - failed_at > std::chrono::duration<double>(grace)) {
       // The others should have lost their peer by now; whatever still runs is stuck.
       for (int r = 0; r < nproc; ++r)
         if (pids[r] > 0) ::kill(pids[r], SIGKILL);
@@ -123,7 +166,7 @@ LaunchResult launch_local_workers(const std::string& exe, const std::vector<std:
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (res.failed_rank >= 0)
+  if (any_failed)
     res.seconds_to_stop =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - failed_at).count();
   g_n_workers = 0;

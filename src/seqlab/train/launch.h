@@ -2,8 +2,10 @@
 // --rank r --world-size N --master-addr 127.0.0.1 --master-port P) and supervises them.
 //
 // When a worker fails (an error exit or a signal), the others lose their peer at their next
-// collective and exit with an error of their own; any still running after `grace_seconds` are
-// killed, so a broken run never hangs. SIGINT/SIGTERM to the launcher are passed to the workers.
+// collective and exit with an error of their own (code 3); any still running after
+// `grace_seconds` (5 s when rank 0, the rendezvous server, is gone) are killed, so a broken run
+// never hangs. SIGINT/SIGTERM to the launcher are passed to the workers. Workers get
+// LOCAL_WORLD_SIZE=N in their environment.
 #pragma once
 
 #include <string>
@@ -11,9 +13,13 @@
 
 namespace seqlab {
 
+// The exit code of a worker whose collective failed because another worker was lost or stuck
+// (CollectiveError): a consequence, so the launcher reports another failure as the cause.
+constexpr int kLostPeerExitCode = 3;
+
 struct LaunchResult {
-  int code = 0;                // 0 when every worker succeeded, else the first failure's exit code
-  int failed_rank = -1;        // the first worker that failed (-1: none)
+  int code = 0;                // 0 when every worker succeeded, else the cause's exit code
+  int failed_rank = -1;        // the worker whose failure is the cause (-1: none; see above)
   std::string failure;         // what happened to it ("exited with code 2", "killed by signal 9")
   double seconds_to_stop = 0;  // from the first failure until every worker had exited
 };

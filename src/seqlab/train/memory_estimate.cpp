@@ -62,13 +62,16 @@ double machine_memory_bytes() {
   return total;
 }
 
-void check_training_fits(const MemoryEstimate& e, double machine_bytes) {
+void check_training_fits(const MemoryEstimate& e, double machine_bytes, int64_t processes) {
   constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
-  SEQLAB_CHECK(machine_bytes <= 0 || e.total() <= machine_bytes,
+  const double n = static_cast<double>(std::max<int64_t>(1, processes));
+  SEQLAB_CHECK(machine_bytes <= 0 || n * e.total() <= machine_bytes,
                "this run needs an estimated {:.1f} GiB per training step ({:.1f} GiB weights, "
-               "gradients and optimizer state; {:.1f} GiB activations), more than the {:.1f} GiB "
-               "this machine has; lower --batch, --max-len, --d-model or --n-layer",
-               e.total() / GiB, e.weights / GiB, e.activations / GiB, machine_bytes / GiB);
+               "gradients and optimizer state; {:.1f} GiB activations){}, more than the {:.1f} "
+               "GiB this machine has; lower --batch, --max-len, --d-model or --n-layer",
+               n * e.total() / GiB, n * e.weights / GiB, n * e.activations / GiB,
+               processes > 1 ? fmt::format(" for {} workers on this machine", processes) : "",
+               machine_bytes / GiB);
 }
 
 }  // namespace seqlab

@@ -34,7 +34,8 @@ MemoryEstimate estimate_training_memory(const ModelConfig& m, int64_t batch, int
 // Bytes this process may use: MemTotal, or the cgroup's memory.max when lower; 0 if unknown.
 double machine_memory_bytes();
 
-// Throws seqlab::Error with the estimate and its parts when it exceeds the machine's memory.
-void check_training_fits(const MemoryEstimate& e, double machine_bytes);
+// Throws seqlab::Error with the estimate and its parts when `processes` runs of it (data-parallel
+// workers on this machine) exceed the machine's memory.
+void check_training_fits(const MemoryEstimate& e, double machine_bytes, int64_t processes = 1);
 
 }  // namespace seqlab

@@ -267,6 +267,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
       resuming = resume && fs::exists(state_path);
       resolve_run_configs(out, resume, resuming, steps_override, model_cfg, task_cfg, train_cfg,
                           start);
+      if (dp) shard_rows(train_cfg.batch, 0, dp->world_size());  // --batch >= workers
       if (!start.init.empty() && !resuming) {  // a resumed run's weights come from its checkpoint
         init = load_model_dir(start.init);
         if (init.model->adapters) init.model->merge_adapters();
@@ -295,13 +296,14 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   auto task = make_task(task_cfg);
   torch::set_num_threads(static_cast<int>(train_cfg.threads));
 
-  // A run that cannot fit is refused before the model is allocated, with the estimate.
+  // A run that cannot fit is refused before the model is allocated, with the estimate (for every
+  // worker this machine runs).
   check_training_fits(
       estimate_training_memory(
           model_cfg,
           dp ? (train_cfg.batch + dp->world_size() - 1) / dp->world_size() : train_cfg.batch,
           task_cfg.max_len, start.adapter.kind != "none"),
-      machine_memory_bytes());
+      machine_memory_bytes(), dp ? dp->local_world_size() : 1);
 
   torch::manual_seed(train_cfg.seed);
   SeqModel model(model_cfg);
@@ -363,7 +365,6 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   if (dp) {
     // Every rank starts from rank 0's weights, optimizer moments and position in the run (a
     // finetuned start, adapters and a resumed checkpoint included).
-    shard_rows(train_cfg.batch, dp->rank(), dp->world_size());  // --batch >= workers
     std::vector<torch::Tensor> ts;
     for (auto& [k, v] : model_tensors(*model)) ts.push_back(v);
     auto st = opt.state();
@@ -428,7 +429,9 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     if (dp) lv = dp->allreduce_values({std::isfinite(lv) ? lv : std::nan("")})[0];
     double lr =
         lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
-    if (swag && train_cfg.swag_lr > 0 && step >= train_cfg.swag_start) lr = train_cfg.swag_lr;
+    // (The schedule, not the moments: only rank 0 keeps SWAG moments, every rank switches lr.)
+    if (train_cfg.swag_start > 0 && train_cfg.swag_lr > 0 && step >= train_cfg.swag_start)
+      lr = train_cfg.swag_lr;
     const int64_t done = step + 1;
     opt.zero_grad();
     double gnorm = 0;
