@@ -2,8 +2,10 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/convert/convert.h"
+#include "seqlab/exp/defsent_cell.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/model/adapters.h"
+#include "seqlab/train/objectives.h"
 #include "seqlab/train/trainer.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/registry.h"
@@ -73,6 +75,11 @@ void expect_valid_lm_cell(const nlohmann::json& c) {
     } else {
       EXPECT_GT(tr.swag_start, 0) << id;
     }
+  } else if (kind == "defsent") {
+    EXPECT_NO_THROW(check_defsent_cell(c)) << id;
+    if (c.contains("from")) waits_for(c.at("from").get<std::string>());
+  } else if (kind == "objectives") {
+    EXPECT_NO_THROW(ObjectivesConfig::from_json(c.at("config"), id).validate()) << id;
   } else {
     ADD_FAILURE() << id << ": unknown cell kind " << kind;
   }

@@ -50,6 +50,8 @@ void add_convert_commands(CLI::App& app, Actions& actions);    // cmd_convert.cp
 void add_generate_commands(CLI::App& app, Actions& actions);   // cmd_generate.cpp
 void add_bench_commands(CLI::App& app, Actions& actions);      // cmd_bench.cpp
 void add_classify_commands(CLI::App& app, Actions& actions);   // cmd_classify.cpp
+void add_embed_commands(CLI::App& app, Actions& actions);      // cmd_embed.cpp
+void add_pretrain_commands(CLI::App& app, Actions& actions);   // cmd_objectives.cpp
 
 // seqlab eval on a classifier with --exit-threshold or --swag-samples (cmd_classify.cpp).
 struct ClassifierEvalArgs {

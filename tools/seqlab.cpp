@@ -288,6 +288,8 @@ int run(int argc, char** argv, bool parse_only) {
   cli::add_generate_commands(app, actions);
   cli::add_bench_commands(app, actions);
   cli::add_classify_commands(app, actions);
+  cli::add_embed_commands(app, actions);
+  cli::add_pretrain_commands(app, actions);
 
   auto* archs = app.add_subcommand("archs", "list architectures and feature maps");
   auto* tasks = app.add_subcommand("tasks", "list tasks");

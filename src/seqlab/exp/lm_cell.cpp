@@ -2,7 +2,9 @@
 
 #include "seqlab/exp/classify_cell.h"
 
+#include "seqlab/exp/defsent_cell.h"
 #include "seqlab/exp/mae_deq_cell.h"
+#include "seqlab/exp/objectives_cell.h"
 
 #include "seqlab/convert/convert.h"
 #include "seqlab/core/atomic_file.h"
@@ -270,7 +272,9 @@ nlohmann::json run_lm_cell(const nlohmann::json& cell, const std::string& run_di
   if (kind == "lm_bench") return lm_bench(cell, run_dir);
   if (kind.rfind("classify_", 0) == 0) return run_classify_cell(cell, run_dir);
   if (kind == "mae_deq") return run_mae_deq_cell(cell, run_dir);
-  fail("cell {}: unknown kind '{}' (lm_train, lm_finetune, lm_bench, mae_deq)",
+  if (kind == "objectives") return run_objectives_cell(cell, run_dir);
+  if (kind == "defsent") return run_defsent_cell(cell, run_dir);
+  fail("cell {}: unknown kind '{}' (lm_train, lm_finetune, lm_bench, mae_deq, defsent, objectives)",
        cell.at("id").dump(), kind);
 }
 

@@ -280,6 +280,10 @@ std::vector<std::string> load_files(const std::string& spec, Split want) {
 
 }  // namespace
 
+Split split_of_key(std::string_view key) {
+  return split_of(key);
+}
+
 std::vector<std::string> load_corpus(const std::string& spec, Split split) {
   SEQLAB_CHECK(!spec.empty(), "empty --corpus (expected wordnet or comma-separated file paths)");
   if (spec == "wordnet") return load_wordnet(split);

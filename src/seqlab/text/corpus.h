@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace seqlab {
@@ -19,6 +20,10 @@ enum class Split { train, valid, test };
 
 Split parse_split(const std::string& name);  // "train" | "valid" | "test"
 const char* split_name(Split s);
+
+// The split rule applied to any stable key (FNV-1a 64 of the key's bytes, % 100: < 90 train,
+// < 95 valid, else test). text/dictionary.h splits dictionary entries by their word with it.
+Split split_of_key(std::string_view key);
 
 // The documents of one split of a corpus, in a fixed order. spec: "wordnet" or comma-separated
 // file paths. Throws seqlab::Error on a missing, empty or non-text corpus (naming the file).

@@ -25,6 +25,16 @@ const std::vector<SuiteEntry>& suite_registry() {
        "mixture of attentive experts vs multi-head attention; deep equilibrium LM vs unrolled and "
        "stacked: perplexity, expert specialisation, training memory (Peng+ 2020, Bai+ 2019)",
        mae_deq_suite},
+      {"objectives",
+       "multilingual pretraining objectives (clm, mlm, clm on translation pairs, denoising, "
+       "translation) on equal data and compute; probing and finetuning on POS and sentence "
+       "classification in three synthetic languages (Li+ 2024)",
+       objectives_suite},
+      {"defsent",
+       "sentence embeddings from WordNet definitions: DefSent and DefSent+ against the masked-LM "
+       "encoder; reverse dictionary, Wu-Palmer similarity proxy, isotropy (Tsukagoshi+ 2021, "
+       "Liu 2024)",
+       defsent_suite},
   };
   return r;
 }

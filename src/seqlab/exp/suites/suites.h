@@ -13,5 +13,7 @@ SuiteSpec conversion_suite(bool quick);  // Kasai et al. 2021 (T2R), Zhang et al
                                          // Arora et al. 2023, Liu et al. 2023, Jelassi et al. 2024
 SuiteSpec exit_swag_suite(bool quick);   // Schwartz et al. 2020, Maddox et al. 2019
 SuiteSpec mae_deq_suite(bool quick);     // Peng et al. 2020 (MAE), Bai et al. 2019 (DEQ)
+SuiteSpec objectives_suite(bool quick);  // Li et al. 2024 (LM vs translation pretraining)
+SuiteSpec defsent_suite(bool quick);     // Tsukagoshi et al. 2021 (DefSent), Liu 2024 (DefSent+)
 
 }  // namespace seqlab

@@ -1,0 +1,261 @@
+// Suite `defsent`: sentence embeddings from WordNet definitions.
+//
+// Per seed: a bidirectional encoder with a BPE learned on the train glosses is pretrained with
+// masked LM (the untrained pooled baseline, "mlm"; the random initialisation is measured too);
+// DefSent (Tsukagoshi et al. 2021) trains a copy on the one-token entries through the frozen
+// prediction layer; DefSent+ (Liu 2024) trains copies against entry embeddings built
+// progressively from the encoder's own definition embeddings, plain and whitened, for several
+// rounds. Every model is measured on the reverse dictionary (held-out entries: MRR, recall@10),
+// the Wu–Palmer similarity proxy (Spearman) and isotropy (exp/defsent_cell.h,
+// train/embed_eval.h).
+#include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/grid.h"
+#include "seqlab/exp/report.h"
+#include "seqlab/exp/suites/suites.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+
+namespace seqlab {
+
+namespace {
+
+std::string defsent_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir);
+
+}  // namespace
+
+SuiteSpec defsent_suite(bool quick) {
+  SuiteSpec s;
+  s.name = "defsent";
+  s.description =
+      "DefSent and DefSent+ sentence embeddings from WordNet definitions against the "
+      "masked-LM encoder they start from: reverse dictionary (MRR, recall@10), Wu-Palmer "
+      "similarity proxy (Spearman), isotropy";
+  s.claims =
+      "- Tsukagoshi, Sasano and Takeda (2021), DefSent: training a pretrained LM to predict the "
+      "defined word from its definition's pooled embedding, through the frozen word-prediction "
+      "layer, gives sentence embeddings that beat the untrained pooled LM on unsupervised STS "
+      "(BERT-base mean pooling: about 0.55 average Spearman before, about 0.77 after).\n"
+      "- Liu (2024), DefSent+: entry embeddings built from the LM's own definition embeddings "
+      "(any entry, multi-word ones included) and projected into a (quasi-)isotropic space, with "
+      "progressive separate training, beat DefSent on STS by about 1-3 points of Spearman.\n"
+      "- Here the STS measure is a proxy: Spearman between the cosine of two held-out WordNet "
+      "definitions and the Wu-Palmer similarity of their synsets; reverse-dictionary retrieval "
+      "on held-out entries is the second measure.";
+  const int64_t D = quick ? 64 : 128, L = quick ? 2 : 4, H = 4;
+  const std::vector<uint64_t> seeds =
+      quick ? std::vector<uint64_t>{1, 2, 3} : std::vector<uint64_t>{1, 2, 3, 4, 5};
+  const int64_t max_tokens = 48;
+  const nlohmann::json encoder = {{"pooling", "mean"}, {"max_tokens", max_tokens}};
+  const nlohmann::json eval = {{"max_queries", quick ? 1000 : 3000},
+                               {"n_pairs", quick ? 2000 : 4000}};
+  const nlohmann::json mlm = {{"steps", quick ? 3000 : 10000}, {"batch", 64}, {"lr", 1e-3}};
+  const nlohmann::json train = {
+      {"steps", quick ? 600 : 3000}, {"batch", 64}, {"lr", 1e-3}, {"temperature", 0.05}};
+  const int64_t entries = quick ? 8000 : 0, rounds = quick ? 2 : 3;
+  const std::vector<std::string> archs =
+      quick ? std::vector<std::string>{"softmax"} : std::vector<std::string>{"softmax", "elu1"};
+  for (const auto& arch : archs)
+    for (auto seed : seeds) {
+      const auto tag = fmt::format("{}_s{}", arch, seed);
+      const auto mlm_id = "mlm_" + tag;
+      auto common = [&](const std::string& id, const std::string& stage, const std::string& label) {
+        nlohmann::json c = {{"id", id},       {"kind", "defsent"}, {"stage", stage},
+                            {"label", label}, {"seed", seed},      {"encoder", encoder},
+                            {"eval", eval}};
+        if (stage != "mlm") {
+          c["from"] = mlm_id;
+          c["after"] = {mlm_id};
+          c["train"] = train;
+          c["entries"] = entries;
+        }
+        return c;
+      };
+      auto m = common(mlm_id, "mlm", "masked-LM encoder (untrained pooling)");
+      m["model"] = grid_model(arch, D, L, max_tokens,
+                              {{"n_head", H},
+                               {"causal", false},
+                               {"head", "tag"},
+                               {"vocab_size", 4002},
+                               {"n_classes", 4002}});
+      m["bpe_vocab"] = 4000;
+      m["mlm"] = mlm;
+      s.cells.push_back(m);
+      s.cells.push_back(common("defsent_" + tag, "defsent", "DefSent (frozen word head)"));
+      for (bool white : {false, true}) {
+        auto c = common((white ? "dplusw_" : "dplus_") + tag, "defsent_plus",
+                        white ? "DefSent+ (whitened entries)" : "DefSent+ (raw entries)");
+        c["rounds"] = rounds;
+        c["whiten"] = white;
+        s.cells.push_back(c);
+      }
+    }
+  s.custom_report = defsent_report;
+  return s;
+}
+
+namespace {
+
+struct Stat {
+  double mean = 0, sd = 0;
+  int64_t n = 0;
+};
+
+Stat stat(const std::vector<double>& v) {
+  Stat s;
+  s.n = static_cast<int64_t>(v.size());
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= s.n;
+  if (s.n > 1) {
+    for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
+    s.sd = std::sqrt(s.sd / (s.n - 1));
+  }
+  return s;
+}
+
+std::string cell(const Stat& s, int digits = 3) {
+  if (s.n == 0) return "—";
+  if (s.n == 1) return fmt::format("{:.{}f}", s.mean, digits);
+  return fmt::format("{:.{}f} ± {:.{}f}", s.mean, digits, s.sd, digits);
+}
+
+// For values spanning orders of magnitude (the partition ratio).
+std::string cell_g(const Stat& s) {
+  if (s.n == 0) return "—";
+  if (s.n == 1) return fmt::format("{:.2g}", s.mean);
+  return fmt::format("{:.2g} ± {:.2g}", s.mean, s.sd);
+}
+
+const std::vector<std::string> kMethods = {"random", "mlm", "defsent", "defsent+", "defsent+white"};
+const std::vector<std::string> kMetrics = {"mrr",      "recall10",  "spearman",
+                                           "mean_cos", "partition", "top_pc"};
+
+std::string defsent_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir) {
+  // (arch, method) -> metric -> values over seeds; DefSent+ rows: the last round of each cell.
+  std::map<std::string, int64_t> last_round;
+  for (const auto& r : rows)
+    last_round[r["cell"].get<std::string>()] =
+        std::max(last_round[r["cell"].get<std::string>()], r["round"].get<int64_t>());
+  std::map<std::string, std::map<std::string, std::map<std::string, std::vector<double>>>> by;
+  std::map<std::string, std::map<int64_t, std::map<std::string, std::vector<double>>>> rounds;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::vector<double>> secs;
+  for (const auto& r : rows) {
+    const auto arch = r["arch"].get<std::string>(), method = r["method"].get<std::string>();
+    const auto round = r["round"].get<int64_t>();
+    labels[method] = r.value("label", method);
+    if (method.rfind("defsent+", 0) == 0)
+      for (const auto& k : kMetrics)
+        rounds[arch + " " + method][round][k].push_back(r[k].get<double>());
+    if (round != last_round[r["cell"].get<std::string>()]) continue;
+    for (const auto& k : kMetrics) by[arch][method][k].push_back(r[k].get<double>());
+    if (r.contains("train_seconds")) secs[method].push_back(r["train_seconds"].get<double>());
+  }
+  std::string md =
+      "Reverse dictionary: held-out definitions against every test-split entry word (cosine). "
+      "Similarity: Spearman between the cosine of two held-out noun definitions and the "
+      "Wu–Palmer similarity of their synsets — a proxy for STS, not STS. Isotropy of the query "
+      "embeddings: mean cosine of all pairs (0 = isotropic), partition ratio min/max Z(c) over "
+      "± eigenvectors (1 = isotropic), share of variance on the top principal component. "
+      "Mean ± sd over seeds; DefSent+ at its last round.\n\n";
+  for (const auto& [arch, methods] : by) {
+    md += fmt::format("## {} encoder\n\n", arch);
+    md +=
+        "| method | seeds | MRR | recall@10 | Spearman (WuP proxy) | mean cos | partition "
+        "ratio | top-PC var |\n|---|---|---|---|---|---|---|---|\n";
+    for (const auto& m : kMethods) {
+      auto it = methods.find(m);
+      if (it == methods.end()) continue;
+      const auto& v = it->second;
+      md +=
+          fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[m], v.at("mrr").size(),
+                      cell(stat(v.at("mrr")), 4), cell(stat(v.at("recall10")), 4),
+                      cell(stat(v.at("spearman"))), cell(stat(v.at("mean_cos"))),
+                      cell_g(stat(v.at("partition"))), cell(stat(v.at("top_pc"))));
+    }
+    auto mean = [&](const std::string& m, const std::string& k) {
+      auto it = methods.find(m);
+      return it == methods.end() ? std::nan("") : stat(it->second.at(k)).mean;
+    };
+    md += "\nTarget (means over seeds): ";
+    for (const auto& k : {std::string("mrr"), std::string("spearman")}) {
+      const double b = mean("mlm", k), d = mean("defsent", k),
+                   p = std::max(mean("defsent+", k), mean("defsent+white", k));
+      md += fmt::format(
+          "{}: DefSent > MLM {}, DefSent+ (best variant) > DefSent {}, "
+          "DefSent+ > MLM {}. ",
+          k == "mrr" ? "MRR" : "Spearman", d > b ? "yes" : "**no**", p > d ? "yes" : "**no**",
+          p > b ? "yes" : "**no**");
+    }
+    md += "\n\n";
+  }
+  if (!rounds.empty()) {
+    md +=
+        "## DefSent+ by round\n\n| encoder, method | round | MRR | Spearman | mean cos | "
+        "partition ratio |\n|---|---|---|---|---|---|\n";
+    for (const auto& [name, rs] : rounds)
+      for (const auto& [round, v] : rs)
+        md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, round,
+                          cell(stat(v.at("mrr")), 4), cell(stat(v.at("spearman"))),
+                          cell(stat(v.at("mean_cos"))), cell_g(stat(v.at("partition"))));
+    md += "\n";
+  }
+  if (!secs.empty()) {
+    md += "Training seconds (mean over seeds; DefSent+: its last round): ";
+    for (const auto& [m, v] : secs) md += fmt::format("{} {:.0f}; ", m, stat(v).mean);
+    md += "\n";
+  }
+  if (plot_dir.empty()) return md;
+  // One point per (method, seed) and metric: x = the method's position.
+  std::string data;
+  std::string xtics;
+  int idx = 0;
+  for (size_t i = 0; i < kMethods.size(); ++i) {
+    bool any = false;
+    for (const auto& r : rows)
+      if (r["method"] == kMethods[i] &&
+          r["round"].get<int64_t>() == last_round[r["cell"].get<std::string>()]) {
+        data += fmt::format("{} {} {} {}\n", i, r["mrr"].get<double>(), r["spearman"].get<double>(),
+                            r["mean_cos"].get<double>());
+        any = true;
+      }
+    if (any) xtics += fmt::format("{}'{}' {}", idx++ ? ", " : "", kMethods[i], i);
+  }
+  if (data.empty()) return md;
+  write_file_atomic(plot_dir + "/defsent.dat", data);
+  md += "\n## Plots\n\n";
+  auto embed = [&](const std::vector<std::string>& imgs, const std::string& alt) {
+    for (const auto& i : imgs)
+      if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
+        md += fmt::format("![{}](plots/{})\n\n", alt, i);
+  };
+  const std::string head =
+      fmt::format("set xtics ({})\nset xrange [-0.5:{}]\nset grid\nset key off\n", xtics,
+                  kMethods.size() - 0.5);
+  embed(render_plot(plot_dir, "defsent_mrr",
+                    head +
+                        "set title 'Reverse dictionary on held-out entries (one point per seed)'\n"
+                        "set ylabel 'MRR'\nplot '" +
+                        plot_dir + "/defsent.dat' using 1:2 with points pt 7 ps 1.5\n"),
+        "MRR by method");
+  embed(render_plot(plot_dir, "defsent_spearman",
+                    head +
+                        "set title 'Wu-Palmer similarity proxy (one point per seed)'\n"
+                        "set ylabel 'Spearman'\nplot '" +
+                        plot_dir + "/defsent.dat' using 1:3 with points pt 7 ps 1.5\n"),
+        "Spearman by method");
+  embed(render_plot(plot_dir, "defsent_isotropy",
+                    head +
+                        "set title 'Mean cosine of random pairs (0 = isotropic)'\n"
+                        "set ylabel 'mean cosine'\nplot '" +
+                        plot_dir + "/defsent.dat' using 1:4 with points pt 7 ps 1.5\n"),
+        "mean cosine by method");
+  return md;
+}
+
+}  // namespace
+
+}  // namespace seqlab
