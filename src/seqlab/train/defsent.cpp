@@ -42,50 +42,22 @@ TrainReport train_loop(Encoder& e, const std::vector<DefExample>& ex, const DefT
                        const std::string& frozen_prefix, const LossFn& loss_fn) {
   SEQLAB_CHECK(!ex.empty(), "definition training: no examples");
   SEQLAB_CHECK(o.steps >= 1 && o.batch >= 1, "definition training: steps and batch must be >= 1");
-  const auto t0 = std::chrono::steady_clock::now();
   const auto tk = tokenize(e, ex);
   auto model = e.model();
   model->train();
   std::vector<std::pair<std::string, torch::Tensor>> params;
-  std::vector<torch::Tensor> plist;
   for (auto& p : model->named_parameters()) {
     const bool frozen = !frozen_prefix.empty() && p.key().rfind(frozen_prefix, 0) == 0;
     p.value().set_requires_grad(!frozen);
-    if (!frozen) {
-      params.emplace_back(p.key(), p.value());
-      plist.push_back(p.value());
-    }
+    if (!frozen) params.emplace_back(p.key(), p.value());
   }
-  AdamW opt(params, {});
-  std::unique_ptr<Progress> bar;
-  if (!o.progress.empty()) bar = std::make_unique<Progress>(o.progress, o.steps);
-  std::vector<std::vector<int64_t>> epoch;
-  size_t next = 0;
-  int64_t n_epoch = 0;
-  std::vector<double> losses;
-  for (int64_t step = 0; step < o.steps; ++step) {
-    if (next == epoch.size()) {
-      epoch = length_batches(tk.lengths, o.batch, mix_seed(o.seed, 2000000 + n_epoch++));
-      next = 0;
-    }
-    const auto& rows = epoch[next++];
-    opt.zero_grad();
-    auto loss = loss_fn(e.forward(batch_tokens(tk.ids, rows)), batch_targets(tk, rows));
-    loss.backward();
-    clip_grad_norm(plist, 1.0);
-    opt.step(lr_at(step, o.steps, o.warmup, o.lr, 0.1));
-    losses.push_back(loss.item<double>());
-    if (bar) bar->update(step + 1, fmt::format("loss {:.3f}", losses.back()));
-  }
-  if (bar) bar->finish();
+  auto r = train_length_batched(
+      params, tk.lengths, {o.steps, o.batch, o.warmup, o.lr, o.seed, 2000000, o.progress},
+      [&](const std::vector<int64_t>& rows, int64_t) {
+        return loss_fn(e.forward(batch_tokens(tk.ids, rows)), batch_targets(tk, rows));
+      });
   for (auto& p : model->parameters()) p.set_requires_grad(true);
   model->eval();
-  TrainReport r;
-  r.steps = o.steps;
-  const size_t k = std::max<size_t>(1, losses.size() / 10);
-  r.first_loss = std::accumulate(losses.begin(), losses.begin() + k, 0.0) / k;
-  r.last_loss = std::accumulate(losses.end() - k, losses.end(), 0.0) / k;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

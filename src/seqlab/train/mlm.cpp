@@ -85,21 +85,11 @@ std::vector<std::vector<int64_t>> length_batches(const std::vector<int64_t>& len
   return out;
 }
 
-TrainReport pretrain_mlm(Encoder& e, const std::vector<std::string>& texts, const MlmOptions& o) {
-  SEQLAB_CHECK(!texts.empty(), "masked-LM pretraining: no texts");
-  SEQLAB_CHECK(o.steps >= 1 && o.batch >= 1, "masked-LM pretraining: steps and batch must be >= 1");
+TrainReport train_length_batched(
+    const std::vector<std::pair<std::string, torch::Tensor>>& params,
+    const std::vector<int64_t>& lengths, const LoopOptions& o,
+    const std::function<torch::Tensor(const std::vector<int64_t>& rows, int64_t step)>& step_loss) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<int64_t>> ids;
-  std::vector<int64_t> lengths;
-  for (const auto& s : texts) {
-    ids.push_back(e.tokens(s));
-    lengths.push_back(static_cast<int64_t>(ids.back().size()));
-  }
-  auto model = e.model();
-  model->train();
-  std::vector<std::pair<std::string, torch::Tensor>> params;
-  for (auto& p : model->named_parameters())
-    if (p.value().requires_grad()) params.emplace_back(p.key(), p.value());
   AdamW opt(params, {});
   std::vector<torch::Tensor> plist;
   for (auto& p : params) plist.push_back(p.second);
@@ -111,12 +101,12 @@ TrainReport pretrain_mlm(Encoder& e, const std::vector<std::string>& texts, cons
   std::vector<double> losses;
   for (int64_t step = 0; step < o.steps; ++step) {
     if (next == epoch.size()) {
-      epoch = length_batches(lengths, o.batch, mix_seed(o.seed, 1000000 + n_epoch++));
+      epoch = length_batches(lengths, o.batch, mix_seed(o.seed, o.stream + n_epoch++));
       next = 0;
     }
-    auto tok = batch_tokens(ids, epoch[next++]);
+    const auto& rows = epoch[next++];
     opt.zero_grad();
-    auto loss = mlm_batch_loss(e, tok, o.mask_prob, mix_seed(o.seed, step));
+    auto loss = step_loss(rows, step);
     loss.backward();
     clip_grad_norm(plist, 1.0);
     opt.step(lr_at(step, o.steps, o.warmup, o.lr, 0.1));
@@ -124,13 +114,35 @@ TrainReport pretrain_mlm(Encoder& e, const std::vector<std::string>& texts, cons
     if (bar) bar->update(step + 1, fmt::format("loss {:.3f}", losses.back()));
   }
   if (bar) bar->finish();
-  model->eval();
   TrainReport r;
   r.steps = o.steps;
   const size_t k = std::max<size_t>(1, losses.size() / 10);
   r.first_loss = std::accumulate(losses.begin(), losses.begin() + k, 0.0) / k;
   r.last_loss = std::accumulate(losses.end() - k, losses.end(), 0.0) / k;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+TrainReport pretrain_mlm(Encoder& e, const std::vector<std::string>& texts, const MlmOptions& o) {
+  SEQLAB_CHECK(!texts.empty(), "masked-LM pretraining: no texts");
+  SEQLAB_CHECK(o.steps >= 1 && o.batch >= 1, "masked-LM pretraining: steps and batch must be >= 1");
+  std::vector<std::vector<int64_t>> ids;
+  std::vector<int64_t> lengths;
+  for (const auto& s : texts) {
+    ids.push_back(e.tokens(s));
+    lengths.push_back(static_cast<int64_t>(ids.back().size()));
+  }
+  auto model = e.model();
+  model->train();
+  std::vector<std::pair<std::string, torch::Tensor>> params;
+  for (auto& p : model->named_parameters())
+    if (p.value().requires_grad()) params.emplace_back(p.key(), p.value());
+  auto r = train_length_batched(
+      params, lengths, {o.steps, o.batch, o.warmup, o.lr, o.seed, 1000000, o.progress},
+      [&](const std::vector<int64_t>& rows, int64_t step) {
+        return mlm_batch_loss(e, batch_tokens(ids, rows), o.mask_prob, mix_seed(o.seed, step));
+      });
+  model->eval();
   return r;
 }
 

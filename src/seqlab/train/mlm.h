@@ -16,6 +16,7 @@
 #include "seqlab/train/encoder.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,8 +48,24 @@ std::vector<std::vector<int64_t>> length_batches(const std::vector<int64_t>& len
 torch::Tensor batch_tokens(const std::vector<std::vector<int64_t>>& ids,
                            const std::vector<int64_t>& rows);
 
-// Trains e's whole model (every parameter) with AdamW, linear warmup and cosine decay to 10% of
-// lr, gradient norm clipped at 1. Throws seqlab::Error when texts is empty.
+// The training loop masked-LM pretraining and definition training (train/defsent.h) share:
+// AdamW over `params`, linear warmup for `warmup` steps and cosine decay to 10% of lr, gradient
+// norm clipped at 1, an optional progress bar; batches from length_batches over `lengths`, epoch
+// after epoch, epoch k shuffled by mix_seed(seed, stream + k). step_loss(rows, step) returns the
+// loss of the batch `rows` at that step.
+struct LoopOptions {
+  int64_t steps = 0, batch = 0, warmup = 0;
+  double lr = 0;
+  uint64_t seed = 0, stream = 0;
+  std::string progress;
+};
+TrainReport train_length_batched(
+    const std::vector<std::pair<std::string, torch::Tensor>>& params,
+    const std::vector<int64_t>& lengths, const LoopOptions& o,
+    const std::function<torch::Tensor(const std::vector<int64_t>& rows, int64_t step)>& step_loss);
+
+// Trains e's whole model (every parameter) with train_length_batched. Throws seqlab::Error when
+// texts is empty.
 TrainReport pretrain_mlm(Encoder& e, const std::vector<std::string>& texts, const MlmOptions& o);
 
 // The masked-LM loss of the model on these texts (no gradient), masks drawn from `seed`.
