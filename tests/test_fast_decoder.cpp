@@ -228,6 +228,27 @@ TEST(FastDecoder, TiledPrefillGemmEqualsTheReference) {
   infer::set_kernel(Kernel::automatic);
 }
 
+// Attention's weights-times-values for head widths 8..64: the one-pass kernel gives bitwise the
+// general loop's result, and both the reference.
+TEST(FastDecoder, NarrowVecmatEqualsTheGeneralLoopBitwise) {
+  if (!infer::cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  infer::set_kernel(Kernel::avx2);
+  torch::manual_seed(6);
+  for (int64_t cols = 8; cols <= 72; cols += 8)
+    for (int64_t rows : {1, 7, 1000}) {
+      auto M = torch::randn({rows, cols}), p = torch::rand({rows});
+      auto narrow = torch::empty({cols}), general = torch::empty({cols});
+      infer::vecmat(M.data_ptr<float>(), p.data_ptr<float>(), narrow.data_ptr<float>(), rows, cols);
+      infer::set_vecmat_narrow(false);
+      infer::vecmat(M.data_ptr<float>(), p.data_ptr<float>(), general.data_ptr<float>(), rows,
+                    cols);
+      infer::set_vecmat_narrow(true);
+      EXPECT_TRUE(torch::equal(narrow, general)) << rows << " x " << cols;
+      EXPECT_TRUE(all_close(narrow, torch::mv(M.t(), p), 1e-3, "vecmat")) << rows << " x " << cols;
+    }
+  infer::set_kernel(Kernel::automatic);
+}
+
 TEST(FastDecoder, ThreadsOverRowsGiveBitwiseTheSameResult) {
   torch::manual_seed(9);
   for (int64_t rows : {8, 37, 256, 1031}) {

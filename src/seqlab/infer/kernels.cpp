@@ -13,6 +13,8 @@ namespace seqlab::infer {
 
 namespace {
 
+std::atomic<bool> g_vecmat_narrow{true};  // set_vecmat_narrow(): the tests compare both paths
+
 void matvec_scalar(const float* W, const float* bias, const float* x, float* y, int64_t rows,
                    int64_t cols) {
   for (int64_t r = 0; r < rows; ++r) {
@@ -128,8 +130,50 @@ __attribute__((target("avx2,fma"))) void softmax_avx2(float* x, int64_t n) {
 }
 
 // y[c] = sum_r p[r] M[r, c]: 8 columns at a time, the rows streamed once per column block.
+// vecmat for narrow rows (cols = 8 K, K <= 8: attention heads of width 8..64): one pass over M
+// with all K accumulators in registers, K independent FMA chains per row. Each column still sums
+// its rows in order in one lane, so the result is bitwise that of the general loop below, which
+// makes one pass per 16 columns with two chains (4 strided passes over the values for a 64-wide
+// head, latency-bound).
+template <int K>
+__attribute__((target("avx2,fma"))) void vecmat_narrow_avx2(const float* M, const float* p,
+                                                            float* y, int64_t rows) {
+  constexpr int64_t cols = 8 * K;
+  __m256 a[K];
+  for (int k = 0; k < K; ++k) a[k] = _mm256_setzero_ps();
+  for (int64_t r = 0; r < rows; ++r) {
+    const __m256 pv = _mm256_set1_ps(p[r]);
+    const float* m = M + r * cols;
+#pragma GCC unroll 8
+    for (int k = 0; k < K; ++k) a[k] = _mm256_fmadd_ps(pv, _mm256_loadu_ps(m + 8 * k), a[k]);
+  }
+  for (int k = 0; k < K; ++k) _mm256_storeu_ps(y + 8 * k, a[k]);
+}
+
 __attribute__((target("avx2,fma"))) void vecmat_avx2(const float* M, const float* p, float* y,
                                                      int64_t rows, int64_t cols) {
+  if (g_vecmat_narrow && cols % 8 == 0 && cols <= 64) {
+    switch (cols / 8) {
+      case 1:
+        return vecmat_narrow_avx2<1>(M, p, y, rows);
+      case 2:
+        return vecmat_narrow_avx2<2>(M, p, y, rows);
+      case 3:
+        return vecmat_narrow_avx2<3>(M, p, y, rows);
+      case 4:
+        return vecmat_narrow_avx2<4>(M, p, y, rows);
+      case 5:
+        return vecmat_narrow_avx2<5>(M, p, y, rows);
+      case 6:
+        return vecmat_narrow_avx2<6>(M, p, y, rows);
+      case 7:
+        return vecmat_narrow_avx2<7>(M, p, y, rows);
+      case 8:
+        return vecmat_narrow_avx2<8>(M, p, y, rows);
+      default:
+        break;
+    }
+  }
   int64_t c = 0;
   for (; c + 16 <= cols; c += 16) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -371,6 +415,10 @@ __attribute__((target("avx2,fma"))) void matmul_packed_avx2(const float* W, cons
 }
 
 }  // namespace
+
+void set_vecmat_narrow(bool on) {
+  g_vecmat_narrow = on;
+}
 
 void set_prefill_tiled(bool on) {
   g_prefill_tiled = on;

@@ -40,8 +40,12 @@ void matmul_rows(const float* W, const float* bias, const float* X, float* Y, in
 void set_prefill_tiled(bool on);
 bool prefill_tiled();
 float dot(const float* a, const float* b, int64_t n);
-// y[c] = sum_r p[r] M[r, c]; M row-major [rows, cols] (attention: weights times values).
+// y[c] = sum_r p[r] M[r, c]; M row-major [rows, cols] (attention: weights times values). With
+// AVX2 and cols = 8..64 in steps of 8 (a head's width), one pass over M with every column's
+// accumulator in a register; bitwise the general loop's result (set_vecmat_narrow(false) forces
+// the general loop, for the tests).
 void vecmat(const float* M, const float* p, float* y, int64_t rows, int64_t cols);
+void set_vecmat_narrow(bool on);
 // y += a * x
 void axpy(float a, const float* x, float* y, int64_t n);
 
