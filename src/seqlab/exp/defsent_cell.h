@@ -11,8 +11,9 @@
 //
 // Stage mlm learns the BPE, measures the randomly initialised encoder (method "random"), pretrains
 // it with masked LM and measures it again ("mlm", the untrained pooled baseline); it writes
-// runs/<id>/model. Stage defsent trains a copy of that encoder with DefSent on the one-token
-// entries of the entry sample ("defsent"); stage defsent_plus runs DefSent+ for `rounds` rounds
+// runs/<id>/model. Stage defsent trains a copy of that encoder with DefSent on every one-token
+// train entry (the entry sample is not used there) ("defsent"); stage defsent_plus runs DefSent+
+// for `rounds` rounds
 // on all entries of the sample, each round from a fresh copy of the MLM encoder against entry
 // embeddings built by the previous round's encoder (round 1: the MLM encoder), whitened or not
 // ("defsent+" / "defsent+white", one row per round).
