@@ -34,4 +34,11 @@ std::vector<std::string> render_plot(const std::string& dir, const std::string& 
 // The markdown tables alone (testable without files).
 std::string report_tables(const std::vector<nlohmann::json>& rows);
 
+// Mean and sample standard deviation (n - 1) of a suite's per-seed values; sd is 0 below two.
+struct SampleStats {
+  double mean = 0, sd = 0;
+  int64_t n = 0;
+};
+SampleStats sample_stats(const std::vector<double>& v);
+
 }  // namespace seqlab

@@ -98,22 +98,9 @@ SuiteSpec defsent_suite(bool quick) {
 
 namespace {
 
-struct Stat {
-  double mean = 0, sd = 0;
-  int64_t n = 0;
-};
-
+using Stat = SampleStats;
 Stat stat(const std::vector<double>& v) {
-  Stat s;
-  s.n = static_cast<int64_t>(v.size());
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= s.n;
-  if (s.n > 1) {
-    for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
-    s.sd = std::sqrt(s.sd / (s.n - 1));
-  }
-  return s;
+  return sample_stats(v);
 }
 
 std::string cell(const Stat& s, int digits = 3) {

@@ -83,22 +83,9 @@ SuiteSpec objectives_suite(bool quick) {
 
 namespace {
 
-struct Stat {
-  double mean = 0, sd = 0;
-  size_t n = 0;
-};
-
+using Stat = SampleStats;
 Stat stat(const std::vector<double>& v) {
-  Stat s;
-  s.n = v.size();
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x / v.size();
-  if (v.size() > 1) {
-    double ss = 0;
-    for (double x : v) ss += (x - s.mean) * (x - s.mean);
-    s.sd = std::sqrt(ss / (v.size() - 1));
-  }
-  return s;
+  return sample_stats(v);
 }
 
 std::string cell_text(const Stat& s) {
@@ -230,8 +217,8 @@ std::string objectives_report(const std::vector<nlohmann::json>& rows,
   md += "## The paper's observations at this scale\n\n";
   auto diff_text = [](const Stat& x, const Stat& y) {
     const double d = x.mean - y.mean;
-    const double se =
-        std::sqrt(x.sd * x.sd / std::max<size_t>(1, x.n) + y.sd * y.sd / std::max<size_t>(1, y.n));
+    const double se = std::sqrt(x.sd * x.sd / std::max<int64_t>(1, x.n) +
+                                y.sd * y.sd / std::max<int64_t>(1, y.n));
     const char* verdict = se > 0 && std::fabs(d) > 2 * se ? "clear" : "within noise";
     return fmt::format("{:+.3f} ({}; 2·se = {:.3f})", d, verdict, 2 * se);
   };
