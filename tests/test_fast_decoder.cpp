@@ -304,6 +304,51 @@ TEST(FastDecoder, VectorisedSoftmaxMatchesTheScalarOne) {
   infer::set_kernel(Kernel::automatic);
 }
 
+// The AVX2 GELUs (erf by a polynomial, tanh through exp) and LayerNorm (fp32 lanes) against
+// float64 references, on values from 0 to far past where the activations saturate, and at sizes
+// that leave a scalar tail.
+TEST(FastDecoder, VectorisedGeluAndLayerNormMatchFloat64) {
+  torch::manual_seed(3);
+  for (int64_t n : {1, 7, 8, 13, 256, 1027}) {
+    for (double scale : {1e-3, 1.0, 4.0, 30.0}) {
+      auto x = (torch::randn({n}) * scale).contiguous();
+      if (n > 8) x[3] = 0.0f, x[4] = -200.0f, x[5] = 200.0f;
+      const auto xd = x.to(torch::kDouble);
+      const auto ref_erf = 0.5 * xd * (1 + torch::erf(xd / std::sqrt(2.0)));
+      const auto ref_tanh =
+          0.5 * xd * (1 + torch::tanh(std::sqrt(2.0 / M_PI) * (xd + 0.044715 * xd.pow(3))));
+      const auto g = torch::randn({n}), b = torch::randn({n});
+      const auto ref_ln =
+          (xd - xd.mean()) / torch::sqrt(xd.var(0, false) + 1e-5) * g.to(torch::kDouble) +
+          b.to(torch::kDouble);
+      for (auto k : {Kernel::scalar, Kernel::avx2}) {
+        infer::set_kernel(k);
+        auto a = x.clone(), t = x.clone(), y = torch::empty({n});
+        infer::gelu(a.data_ptr<float>(), n);
+        infer::gelu_tanh(t.data_ptr<float>(), n);
+        infer::layer_norm(x.data_ptr<float>(), g.data_ptr<float>(), b.data_ptr<float>(),
+                          y.data_ptr<float>(), n);
+        const auto tol = [&](const torch::Tensor& ref) {
+          return 1e-6 * std::max(1.0, ref.abs().max().item<double>());
+        };
+        EXPECT_LE((a - ref_erf).abs().max().item<double>(), tol(ref_erf))
+            << infer::kernel_name(k) << " n " << n << " scale " << scale;
+        EXPECT_LE((t - ref_tanh).abs().max().item<double>(), tol(ref_tanh))
+            << infer::kernel_name(k) << " n " << n << " scale " << scale;
+        if (n > 1)
+          EXPECT_LE((y - ref_ln).abs().max().item<double>(),
+                    2e-5 * ref_ln.abs().max().item<double>())
+              << infer::kernel_name(k) << " n " << n << " scale " << scale;
+      }
+    }
+  }
+  infer::set_kernel(Kernel::automatic);
+  // Non-finite inputs stay non-finite (a broken model must not look healthy).
+  float v[8] = {NAN, 1, 2, 3, 4, 5, 6, 7};
+  infer::gelu(v, 8);
+  EXPECT_TRUE(std::isnan(v[0]));
+}
+
 TEST(FastDecoder, BranchSaveAndResumeEqualAnUninterruptedRun) {
   torch::manual_seed(4);
   SeqModelImpl m(lm_config("hedgehog"));

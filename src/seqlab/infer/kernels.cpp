@@ -109,6 +109,92 @@ __attribute__((target("avx2,fma"))) __m256 exp256(__m256 x) {
   return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
 }
 
+// GELU over 8 lanes, the erf form: erf by Abramowitz & Stegun 7.1.26 (absolute error below
+// 1.5e-7), erf(a) = 1 - t (a1 + t (a2 + t (a3 + t (a4 + t a5)))) exp(-a^2), t = 1 / (1 + p a),
+// a = |z|. The scalar path calls std::erf 6 ns a value: 1024-wide MLPs spent ~25 us a token of a
+// 4-layer model there, 13% of the whole step at d_model 256.
+__attribute__((target("avx2,fma"))) void gelu_avx2(float* x, int64_t n) {
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f),
+               rsqrt2 = _mm256_set1_ps(0.70710678118654752f), p = _mm256_set1_ps(0.3275911f),
+               sign = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i), z = _mm256_mul_ps(v, rsqrt2);
+    const __m256 a = _mm256_andnot_ps(sign, z);
+    const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(p, a, one));
+    __m256 q = _mm256_set1_ps(1.061405429f);
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-1.453152027f));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(1.421413741f));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(-0.284496736f));
+    q = _mm256_fmadd_ps(q, t, _mm256_set1_ps(0.254829592f));
+    q = _mm256_mul_ps(q, t);
+    const __m256 e = exp256(_mm256_mul_ps(_mm256_xor_ps(a, sign), a));  // exp(-a^2)
+    const __m256 erf_a = _mm256_fnmadd_ps(q, e, one);
+    const __m256 erf_z = _mm256_or_ps(erf_a, _mm256_and_ps(sign, z));  // sign(z) erf(|z|)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, erf_z)));
+  }
+  for (; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+// GELU's tanh form (GPT-2's gelu_new) over 8 lanes: tanh(u) = 1 - 2 / (exp(2u) + 1), exp256
+// clamping 2u to the fp32 range so that tanh saturates at +-1 instead of overflowing.
+__attribute__((target("avx2,fma"))) void gelu_tanh_avx2(float* x, int64_t n) {
+  const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f),
+               k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 u = _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(c, v), _mm256_mul_ps(v, v), v));
+    const __m256 e = exp256(_mm256_add_ps(u, u));
+    const __m256 th = _mm256_sub_ps(one, _mm256_div_ps(two, _mm256_add_ps(e, one)));
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, th)));
+  }
+  constexpr float kk = 0.7978845608028654f;
+  for (; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + std::tanh(kk * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+
+// LayerNorm over 8 lanes: mean and variance summed in fp32 lanes (two passes, as the scalar path),
+// then one fused pass for the output.
+__attribute__((target("avx2,fma"))) void layer_norm_avx2(const float* x, const float* gamma,
+                                                         const float* beta, float* y, int64_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
+    s1 = _mm256_add_ps(s1, _mm256_loadu_ps(x + i + 8));
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_add_ps(s0, _mm256_loadu_ps(x + i));
+  double sum = hsum256(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) sum += x[i];
+  const float m = static_cast<float>(sum / static_cast<double>(n));
+  const __m256 mv = _mm256_set1_ps(m);
+  s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), mv),
+                 d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), mv);
+    s0 = _mm256_fmadd_ps(d0, d0, s0);
+    s1 = _mm256_fmadd_ps(d1, d1, s1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), mv);
+    s0 = _mm256_fmadd_ps(d0, d0, s0);
+  }
+  double var = hsum256(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) var += (x[i] - m) * (x[i] - m);
+  var /= static_cast<double>(n);
+  const float inv = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
+  const __m256 iv = _mm256_set1_ps(inv);
+  i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 d = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv), iv);
+    _mm256_storeu_ps(y + i,
+                     _mm256_fmadd_ps(d, _mm256_loadu_ps(gamma + i), _mm256_loadu_ps(beta + i)));
+  }
+  for (; i < n; ++i) y[i] = (x[i] - m) * inv * gamma[i] + beta[i];
+}
+
 // In-place softmax over n values, 8 lanes at a time.
 __attribute__((target("avx2,fma"))) void softmax_avx2(float* x, int64_t n) {
   float mx = x[0];
@@ -473,6 +559,10 @@ void vecmat(const float* M, const float* p, float* y, int64_t rows, int64_t cols
 }
 
 void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n) {
+  if (active_kernel() == Kernel::avx2) {
+    layer_norm_avx2(x, gamma, beta, y, n);
+    return;
+  }
   double mean = 0, var = 0;
   for (int64_t i = 0; i < n; ++i) mean += x[i];
   mean /= static_cast<double>(n);
@@ -484,11 +574,19 @@ void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
 }
 
 void gelu(float* x, int64_t n) {
+  if (active_kernel() == Kernel::avx2) {
+    gelu_avx2(x, n);
+    return;
+  }
   for (int64_t i = 0; i < n; ++i)
     x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
 void gelu_tanh(float* x, int64_t n) {
+  if (active_kernel() == Kernel::avx2) {
+    gelu_tanh_avx2(x, n);
+    return;
+  }
   constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
   for (int64_t i = 0; i < n; ++i)
     x[i] = 0.5f * x[i] * (1.0f + std::tanh(k * (x[i] + 0.044715f * x[i] * x[i] * x[i])));

@@ -49,10 +49,14 @@ void set_vecmat_narrow(bool on);
 // y += a * x
 void axpy(float a, const float* x, float* y, int64_t n);
 
-// LayerNorm over n values (eps 1e-5, as torch::nn::LayerNorm's default).
+// LayerNorm over n values (eps 1e-5, as torch::nn::LayerNorm's default). With AVX2 the mean
+// and variance are summed in fp32 lanes, the scalar twin sums in double.
 void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n);
-void gelu(float* x, int64_t n);       // exact (erf)
-void gelu_tanh(float* x, int64_t n);  // tanh approximation (GPT-2's gelu_new)
+// GELU, exact (erf) and its tanh approximation (GPT-2's gelu_new). With AVX2, 8 lanes at a time:
+// erf by a polynomial (absolute error < 1.5e-7), tanh through exp; the scalar twin calls std::erf
+// / std::tanh. Both are tested against float64.
+void gelu(float* x, int64_t n);
+void gelu_tanh(float* x, int64_t n);
 // In-place softmax over n values.
 void softmax(float* x, int64_t n);
 
