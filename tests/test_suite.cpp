@@ -193,3 +193,35 @@ TEST(Suite, ChangedSpecOfAFinishedCellIsAnError) {
   spec.cells[0]["train"]["steps"] = 6;
   EXPECT_THROW(run_suite(spec, opt), seqlab::Error);
 }
+
+// --only: a regex over cell ids, keeping grid order and pulling in the cells a kept one waits on.
+TEST(Suite, OnlyKeepsMatchingCellsAndWhatTheyWaitOn) {
+  SuiteSpec spec;
+  spec.name = "slice";
+  for (auto id : {"a_lstm_s0", "b_gru_s0", "c_lstm_s1", "d_final_s0"})
+    spec.cells.push_back(make_cell(id, grid_model("lstm", 8, 1, 64), grid_task("parity", 2, 8),
+                                   grid_train(5, 8, 3e-3, 0), {8}, 8));
+  spec.cells[3]["after"] = std::vector<std::string>{"b_gru_s0"};
+  auto ids = [](const SuiteSpec& s) {
+    std::vector<std::string> v;
+    for (const auto& c : s.cells) v.push_back(c.at("id").get<std::string>());
+    return v;
+  };
+  auto lstm = spec;
+  keep_cells(lstm, "_lstm_");
+  EXPECT_EQ(ids(lstm), (std::vector<std::string>{"a_lstm_s0", "c_lstm_s1"}));
+  auto final_only = spec;
+  keep_cells(final_only, "^d_");
+  EXPECT_EQ(ids(final_only), (std::vector<std::string>{"b_gru_s0", "d_final_s0"}));
+  auto either = spec;
+  keep_cells(either, "s1$|^b");
+  EXPECT_EQ(ids(either), (std::vector<std::string>{"b_gru_s0", "c_lstm_s1"}));
+  auto none = spec;
+  EXPECT_THROW(keep_cells(none, "mamba"), seqlab::Error);
+  EXPECT_THROW(keep_cells(none, "(unclosed"), seqlab::Error);
+  // A real grid: the full separations grid's string-equality slice is its 3 archs x 5 widths x
+  // 2 seeds at each of its 4 lengths.
+  auto sep = make_suite("separations", false);
+  keep_cells(sep, "^string_equality_");
+  EXPECT_EQ(sep.cells.size(), 4u * 3 * 5 * 2);
+}

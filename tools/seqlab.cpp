@@ -264,11 +264,19 @@ int run(int argc, char** argv, bool parse_only) {
   SuiteOptions sopt;
   suite->add_option("name", suite_name, "suite name")->required();
   suite->add_flag("--quick", quick, "the small grid (under 10 minutes on 2 cores)");
-  suite->add_option("--out", sopt.out, "output directory (rerun to resume)")->required();
+  suite->add_option("--out", sopt.out,
+                    "output directory (rerun to resume); required unless --list");
   suite->add_option("--jobs", sopt.jobs, "worker processes (0 = number of cores)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   suite->add_flag("--no-plots", no_plots, "skip gnuplot");
+  std::string only;
+  suite->add_option("--only", only,
+                    "run (or report) only the cells whose id matches this regex, plus the cells "
+                    "they wait on; rerunning without it in the same --out skips what finished");
+  bool list_cells = false;
+  suite->add_flag("--list", list_cells,
+                  "print the grid's cell ids (after --only) on stdout and run nothing");
   bool report_only = false;
   suite->add_flag("--report-only", report_only,
                   "rebuild report.md and plots from --out's results.jsonl; run nothing");
@@ -322,6 +330,12 @@ int run(int argc, char** argv, bool parse_only) {
     if (common.quiet) log_level() = 0;
     warn_if_reference_blas();
     auto spec = make_suite(suite_name, quick);
+    if (!only.empty()) keep_cells(spec, only);
+    if (list_cells) {
+      for (const auto& c : spec.cells) fmt::print("{}\n", c.at("id").get<std::string>());
+      return 0;
+    }
+    SEQLAB_CHECK(!sopt.out.empty(), "suite: --out is required (except with --list)");
     sopt.plots = !no_plots;
     sopt.worker_exe = fs::read_symlink("/proc/self/exe").string();
     if (report_only) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -53,6 +54,40 @@ SuiteSpec make_suite(const std::string& name, bool quick) {
     names += (names.empty() ? "" : ", ") + e.name;
   }
   fail("unknown suite '{}' (known: {})", name, names);
+}
+
+void keep_cells(SuiteSpec& spec, const std::string& pattern) {
+  std::regex re;
+  try {
+    re = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    fail("--only '{}' is not a valid regular expression ({})", pattern, e.what());
+  }
+  std::map<std::string, const nlohmann::json*> by_id;
+  for (const auto& c : spec.cells) by_id[c.at("id").get<std::string>()] = &c;
+  std::set<std::string> keep;
+  std::vector<std::string> todo;
+  for (const auto& [id, c] : by_id)
+    if (std::regex_search(id, re)) todo.push_back(id);
+  SEQLAB_CHECK(!todo.empty(),
+               "--only '{}' matches none of suite {}'s {} cells (`seqlab suite {} --list` shows "
+               "their ids)",
+               pattern, spec.name, spec.cells.size(), spec.name);
+  while (!todo.empty()) {  // a kept cell keeps what it waits on
+    const auto id = todo.back();
+    todo.pop_back();
+    if (!keep.insert(id).second) continue;
+    const auto& c = *by_id.at(id);
+    if (c.contains("after"))
+      for (const auto& dep : c.at("after")) {
+        const auto d = dep.get<std::string>();
+        if (by_id.count(d)) todo.push_back(d);
+      }
+  }
+  std::vector<nlohmann::json> kept;
+  for (const auto& c : spec.cells)
+    if (keep.count(c.at("id").get<std::string>())) kept.push_back(c);
+  spec.cells = std::move(kept);
 }
 
 namespace {

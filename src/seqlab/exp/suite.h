@@ -42,6 +42,12 @@ struct SuiteEntry {
 const std::vector<SuiteEntry>& suite_registry();
 SuiteSpec make_suite(const std::string& name, bool quick);
 
+// Keeps the cells whose id matches `pattern` (ECMAScript regex, searched anywhere in the id), plus
+// every cell they wait on ("after"), in grid order: `seqlab suite NAME --only RE` runs a slice of a
+// grid, and a later run without --only in the same --out skips what the slice finished. A pattern
+// that is not a valid regex, or that matches no cell, is an error naming the suite.
+void keep_cells(SuiteSpec& spec, const std::string& pattern);
+
 struct SuiteOptions {
   std::string out;
   int64_t jobs = 0;        // worker processes (0 = number of cores)
