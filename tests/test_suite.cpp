@@ -137,11 +137,13 @@ TEST(Suite, RunsInWorkersAndResumes) {
   if (!bin) GTEST_SKIP() << "SEQLAB_BIN not set (run through ctest)";
   SuiteSpec spec;
   spec.name = "tiny";
-  for (auto arch : {"lstm", "gru"})
+  for (auto arch : {"lstm", "gru", "softmax"})
     spec.cells.push_back(make_cell(std::string("parity_") + arch, grid_model(arch, 8, 1, 64),
                                    grid_task("parity", 2, 8), grid_train(20, 8, 3e-3, 0), {8, 16},
                                    16, {{"width", 8}}));
   spec.cells[0]["saturation"] = std::vector<double>{4};
+  // Attention has no recurrence weights to scale: no saturation rows rather than copies.
+  spec.cells[2]["saturation"] = std::vector<double>{4};
   const auto out =
       (fs::temp_directory_path() / ("seqlab_test_suite_" + std::to_string(getpid()))).string();
   fs::remove_all(out);
@@ -151,23 +153,27 @@ TEST(Suite, RunsInWorkersAndResumes) {
   opt.worker_exe = bin;
   opt.plots = false;
   auto r = run_suite(spec, opt);
-  EXPECT_EQ(r.ran, 2);
+  EXPECT_EQ(r.ran, 3);
   EXPECT_EQ(r.failed, 0);
   auto jsonl = read_file((fs::path(out) / "results.jsonl").string());
   std::vector<nlohmann::json> rows;
   std::stringstream ss(jsonl);
   std::string line;
   while (std::getline(ss, line)) rows.push_back(nlohmann::json::parse(line));
-  ASSERT_EQ(rows.size(), 6u);  // lstm: 2 lengths + 2 saturated; gru: 2 lengths
+  ASSERT_EQ(rows.size(), 8u);  // lstm: 2 lengths + 2 saturated; gru, softmax: 2 lengths
   for (const auto& row : rows)
     for (auto k :
          {"task", "arch", "d_model", "n_layer", "seed", "train_length", "test_length", "accuracy"})
       EXPECT_TRUE(row.contains(k)) << k << " missing in " << row.dump();
   EXPECT_EQ(rows[2]["saturation_scale"], 4.0);
+  for (size_t i = 6; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i]["arch"], "softmax");
+    EXPECT_FALSE(rows[i].contains("saturation_scale")) << rows[i].dump();
+  }
   EXPECT_TRUE(fs::exists(fs::path(out) / "report.md"));
   auto again = run_suite(spec, opt);
   EXPECT_EQ(again.ran, 0);
-  EXPECT_EQ(again.skipped, 2);
+  EXPECT_EQ(again.skipped, 3);
   EXPECT_EQ(read_file((fs::path(out) / "results.jsonl").string()), jsonl);
 }
 

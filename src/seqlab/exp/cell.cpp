@@ -1,6 +1,7 @@
 #include "seqlab/exp/cell.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/log.h"
 #include "seqlab/exp/lm_cell.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
@@ -18,14 +19,20 @@ namespace {
 // Multiplies the RNN's gate pre-activations, i.e. the weights and biases of w_ih and w_hh, by
 // `scale`: the saturated network of Merrill et al. (2020) is the limit of the recurrence with
 // rho * theta as rho grows, where every gate becomes a step function. The output projection o,
-// norms, embeddings and heads are left alone. Mixers without w_ih / w_hh are not scaled.
-void scale_recurrence(SeqModelImpl& m, double scale) {
+// norms, embeddings and heads are left alone. Returns the number of tensors scaled: 0 for mixers
+// without w_ih / w_hh (attention, Mamba), whose cells then get no saturation rows at all.
+int64_t scale_recurrence(SeqModelImpl& m, double scale) {
   torch::NoGradGuard ng;
+  int64_t n = 0;
   for (auto& p : m.named_parameters()) {
     const auto& k = p.key();
-    if (k.find(".mixer.w_ih.") != std::string::npos || k.find(".mixer.w_hh.") != std::string::npos)
+    if (k.find(".mixer.w_ih.") != std::string::npos ||
+        k.find(".mixer.w_hh.") != std::string::npos) {
       p.value().mul_(scale);
+      n += 1;
+    }
   }
+  return n;
 }
 
 }  // namespace
@@ -97,7 +104,12 @@ nlohmann::json run_cell(const nlohmann::json& cell, const std::string& run_dir) 
   double applied = 1;
   for (double s : scales) {
     SEQLAB_CHECK(s >= 1, "cell {}: saturation scales must be >= 1, got {}", id, s);
-    scale_recurrence(*loaded.model, s / applied);
+    if (scale_recurrence(*loaded.model, s / applied) == 0) {
+      // Rows equal to the unscaled ones would read as "survives saturation".
+      log_info("cell {}: {} has no recurrence weights (w_ih, w_hh) to saturate; no saturation rows",
+               id, mc.mixer.arch);
+      break;
+    }
     applied = s;
     add_rows(s);
   }
