@@ -231,3 +231,42 @@ TEST(Suite, OnlyKeepsMatchingCellsAndWhatTheyWaitOn) {
   keep_cells(sep, "^string_equality_");
   EXPECT_EQ(sep.cells.size(), 4u * 3 * 5 * 2);
 }
+
+// A slice runs only its cells, but results.jsonl covers every finished cell: rerunning a slice in
+// a finished directory does not shrink it.
+TEST(Suite, ASliceRunsItsCellsAndReportsTheWholeGrid) {
+  const char* bin = std::getenv("SEQLAB_BIN");
+  if (!bin) GTEST_SKIP() << "SEQLAB_BIN not set (run through ctest)";
+  SuiteSpec spec;
+  spec.name = "sliced";
+  for (auto arch : {"elman", "gru"})
+    spec.cells.push_back(make_cell(std::string("parity_") + arch, grid_model(arch, 8, 1, 64),
+                                   grid_task("parity", 2, 8), grid_train(5, 8, 3e-3, 0), {8}, 8));
+  const auto out =
+      (fs::temp_directory_path() / ("seqlab_test_suite_slice_" + std::to_string(getpid())))
+          .string();
+  fs::remove_all(out);
+  SuiteOptions opt;
+  opt.out = out;
+  opt.jobs = 1;
+  opt.worker_exe = bin;
+  opt.plots = false;
+  auto row_cells = [&] {
+    std::vector<std::string> cells;
+    std::stringstream ss(read_file((fs::path(out) / "results.jsonl").string()));
+    std::string line;
+    while (std::getline(ss, line)) cells.push_back(nlohmann::json::parse(line).at("cell"));
+    return cells;
+  };
+  opt.only = "elman";
+  auto first = run_suite(spec, opt);
+  EXPECT_EQ(first.ran, 1);
+  EXPECT_EQ(first.cells, 1);
+  EXPECT_EQ(row_cells(), (std::vector<std::string>{"parity_elman"}));
+  opt.only.clear();
+  EXPECT_EQ(run_suite(spec, opt).ran, 1);  // only the gru cell is left
+  opt.only = "gru";
+  EXPECT_EQ(run_suite(spec, opt).ran, 0);
+  EXPECT_EQ(row_cells(), (std::vector<std::string>{"parity_elman", "parity_gru"}));
+  fs::remove_all(out);
+}

@@ -272,8 +272,9 @@ int run(int argc, char** argv, bool parse_only) {
   suite->add_flag("--no-plots", no_plots, "skip gnuplot");
   std::string only;
   suite->add_option("--only", only,
-                    "run (or report) only the cells whose id matches this regex, plus the cells "
-                    "they wait on; rerunning without it in the same --out skips what finished");
+                    "run only the cells whose id matches this regex, plus the cells they wait on "
+                    "(the report covers every finished cell); rerunning without it in the same "
+                    "--out skips what finished");
   bool list_cells = false;
   suite->add_flag("--list", list_cells,
                   "print the grid's cell ids (after --only) on stdout and run nothing");
@@ -330,11 +331,13 @@ int run(int argc, char** argv, bool parse_only) {
     if (common.quiet) log_level() = 0;
     warn_if_reference_blas();
     auto spec = make_suite(suite_name, quick);
-    if (!only.empty()) keep_cells(spec, only);
     if (list_cells) {
-      for (const auto& c : spec.cells) fmt::print("{}\n", c.at("id").get<std::string>());
+      auto listed = spec;
+      if (!only.empty()) keep_cells(listed, only);
+      for (const auto& c : listed.cells) fmt::print("{}\n", c.at("id").get<std::string>());
       return 0;
     }
+    sopt.only = only;
     SEQLAB_CHECK(!sopt.out.empty(), "suite: --out is required (except with --list)");
     sopt.plots = !no_plots;
     sopt.worker_exe = fs::read_symlink("/proc/self/exe").string();

@@ -140,8 +140,11 @@ std::string last_line_of(const std::string& path) {
 
 }  // namespace
 
-SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
+SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
+  // `spec` is what runs; results.jsonl and the report cover every finished cell of `full`.
+  SuiteSpec spec = full;
+  if (!opt.only.empty()) keep_cells(spec, opt.only);
   SEQLAB_CHECK(!opt.out.empty(), "suite {}: --out is required", spec.name);
   SEQLAB_CHECK(fs::exists(opt.worker_exe), "suite worker binary {} not found", opt.worker_exe);
   const fs::path out(opt.out), cells_dir = out / "cells", runs_dir = out / "runs";
@@ -249,9 +252,17 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
   // Gather every finished cell's rows, in grid order.
   std::vector<nlohmann::json> rows;
   std::string jsonl;
-  for (const auto& c : spec.cells) {
-    const auto path = cells_dir / (c.at("id").get<std::string>() + ".result.json");
+  for (const auto& c : full.cells) {
+    const auto id = c.at("id").get<std::string>();
+    const auto path = cells_dir / (id + ".result.json");
     if (!fs::exists(path)) continue;
+    // A finished cell outside this run's slice is checked like the ones it ran.
+    const auto spec_file = cells_dir / (id + ".json");
+    SEQLAB_CHECK(
+        !fs::exists(spec_file) || nlohmann::json::parse(read_file(spec_file.string())) == c,
+        "{}: cell {} already ran with other settings (e.g. --quick vs full); use "
+        "another --out",
+        opt.out, id);
     auto r = nlohmann::json::parse(read_file(path.string()));
     for (const auto& row : r.at("rows")) {
       rows.push_back(row);
@@ -260,7 +271,7 @@ SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt) {
   }
   write_file_atomic((out / "results.jsonl").string(), jsonl);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  res.report = write_report(spec, rows, opt.out, opt.plots, res.failed);
+  res.report = write_report(full, rows, opt.out, opt.plots, res.failed);
   return res;
 }
 

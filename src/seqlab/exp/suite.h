@@ -44,8 +44,9 @@ SuiteSpec make_suite(const std::string& name, bool quick);
 
 // Keeps the cells whose id matches `pattern` (ECMAScript regex, searched anywhere in the id), plus
 // every cell they wait on ("after"), in grid order: `seqlab suite NAME --only RE` runs a slice of a
-// grid, and a later run without --only in the same --out skips what the slice finished. A pattern
-// that is not a valid regex, or that matches no cell, is an error naming the suite.
+// grid (SuiteOptions::only), and a later run without --only in the same --out skips what the
+// slice finished. A pattern that is not a valid regex, or that matches no cell, is an error naming
+// the suite.
 void keep_cells(SuiteSpec& spec, const std::string& pattern);
 
 struct SuiteOptions {
@@ -53,6 +54,10 @@ struct SuiteOptions {
   int64_t jobs = 0;        // worker processes (0 = number of cores)
   std::string worker_exe;  // the seqlab binary: workers run `<exe> suite-cell --cell F --out D`
   bool plots = true;       // render plots with gnuplot when it is installed
+  // Run only the cells keep_cells(spec, only) keeps (empty = all). results.jsonl and report.md
+  // still cover every finished cell of the whole grid, so a slice rerun into a finished run's
+  // directory does not shrink them.
+  std::string only;
 };
 
 struct SuiteOutcome {
@@ -61,7 +66,8 @@ struct SuiteOutcome {
   std::string report;  // path of report.md
 };
 
-// Runs every unfinished cell, then writes results.jsonl, report.md and the plots.
+// Runs every unfinished cell (of the slice opt.only keeps), then writes results.jsonl, report.md
+// and the plots over every finished cell of the whole grid.
 SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt);
 
 // Rebuilds report.md and the plots from <out>/results.jsonl, running nothing.
