@@ -338,10 +338,11 @@ TEST(FastDecoder, VectorisedGeluAndLayerNormMatchFloat64) {
             << infer::kernel_name(k) << " n " << n << " scale " << scale;
         EXPECT_TRUE(within(t, ref_tanh))
             << infer::kernel_name(k) << " n " << n << " scale " << scale;
-        if (n > 1)
+        if (n > 1) {
           EXPECT_LE((y - ref_ln).abs().max().item<double>(),
                     2e-5 * ref_ln.abs().max().item<double>())
               << infer::kernel_name(k) << " n " << n << " scale " << scale;
+        }
       }
     }
   }

@@ -177,6 +177,20 @@ TEST(Suite, RunsInWorkersAndResumes) {
   EXPECT_EQ(read_file((fs::path(out) / "results.jsonl").string()), jsonl);
 }
 
+// Options for a tiny grid run by the seqlab binary in workers, into a fresh temporary directory
+// named after the test and this process, one worker, no plots.
+SuiteOptions tiny_suite_options(const char* bin, const std::string& name) {
+  SuiteOptions opt;
+  opt.out =
+      (fs::temp_directory_path() / ("seqlab_test_suite_" + name + "_" + std::to_string(getpid())))
+          .string();
+  fs::remove_all(opt.out);
+  opt.jobs = 1;
+  opt.worker_exe = bin;
+  opt.plots = false;
+  return opt;
+}
+
 // Rerunning into a directory whose finished cells ran with other settings is an error, not a
 // silent mix of old and new results.
 TEST(Suite, ChangedSpecOfAFinishedCellIsAnError) {
@@ -186,15 +200,7 @@ TEST(Suite, ChangedSpecOfAFinishedCellIsAnError) {
   spec.name = "tiny2";
   spec.cells.push_back(make_cell("parity_elman", grid_model("elman", 8, 1, 64),
                                  grid_task("parity", 2, 8), grid_train(5, 8, 3e-3, 0), {8}, 8));
-  const auto out =
-      (fs::temp_directory_path() / ("seqlab_test_suite_changed_" + std::to_string(getpid())))
-          .string();
-  fs::remove_all(out);
-  SuiteOptions opt;
-  opt.out = out;
-  opt.jobs = 1;
-  opt.worker_exe = bin;
-  opt.plots = false;
+  const auto opt = tiny_suite_options(bin, "changed");
   EXPECT_EQ(run_suite(spec, opt).ran, 1);
   spec.cells[0]["train"]["steps"] = 6;
   EXPECT_THROW(run_suite(spec, opt), seqlab::Error);
@@ -242,15 +248,8 @@ TEST(Suite, ASliceRunsItsCellsAndReportsTheWholeGrid) {
   for (auto arch : {"elman", "gru"})
     spec.cells.push_back(make_cell(std::string("parity_") + arch, grid_model(arch, 8, 1, 64),
                                    grid_task("parity", 2, 8), grid_train(5, 8, 3e-3, 0), {8}, 8));
-  const auto out =
-      (fs::temp_directory_path() / ("seqlab_test_suite_slice_" + std::to_string(getpid())))
-          .string();
-  fs::remove_all(out);
-  SuiteOptions opt;
-  opt.out = out;
-  opt.jobs = 1;
-  opt.worker_exe = bin;
-  opt.plots = false;
+  auto opt = tiny_suite_options(bin, "slice");
+  const auto out = opt.out;
   auto row_cells = [&] {
     std::vector<std::string> cells;
     std::stringstream ss(read_file((fs::path(out) / "results.jsonl").string()));
