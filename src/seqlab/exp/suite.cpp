@@ -138,6 +138,21 @@ std::string last_line_of(const std::string& path) {
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
+// Whether cell `c` ran (or started) in `cells_dir` under another spec. A finished one is an error
+// (its rows must not be mixed into this grid's); an unfinished one is reported so it can restart.
+bool ran_with_other_settings(const fs::path& cells_dir, const nlohmann::json& c,
+                             const std::string& out) {
+  const auto id = c.at("id").get<std::string>();
+  const auto spec_file = cells_dir / (id + ".json");
+  if (!fs::exists(spec_file) || nlohmann::json::parse(read_file(spec_file.string())) == c)
+    return false;
+  SEQLAB_CHECK(!fs::exists(cells_dir / (id + ".result.json")),
+               "{}: cell {} already ran with other settings (e.g. --quick vs full); use another "
+               "--out",
+               out, id);
+  return true;
+}
+
 }  // namespace
 
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
@@ -159,21 +174,13 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   for (const auto& c : spec.cells) {
     const auto id = c.at("id").get<std::string>();
     const auto result = cells_dir / (id + ".result.json");
-    const auto spec_file = cells_dir / (id + ".json");
-    // A cell that ran (or started) under another spec must not be mixed in: a finished one is an
-    // error, an unfinished one starts again.
-    if (fs::exists(spec_file) && nlohmann::json::parse(read_file(spec_file.string())) != c) {
-      SEQLAB_CHECK(!fs::exists(result),
-                   "{}: cell {} already ran with other settings (e.g. --quick vs full); use "
-                   "another --out",
-                   opt.out, id);
-      fs::remove_all(runs_dir / id);
-    }
+    // An unfinished cell that started under another spec starts again.
+    if (ran_with_other_settings(cells_dir, c, opt.out)) fs::remove_all(runs_dir / id);
     if (fs::exists(result)) {
       res.skipped += 1;
       continue;
     }
-    write_file_atomic(spec_file.string(), c.dump(2) + "\n");
+    write_file_atomic((cells_dir / (id + ".json")).string(), c.dump(2) + "\n");
     pending.push_back(&c);
   }
   log_info("suite {}: {} cells, {} already done, {} to run on {} workers", spec.name, res.cells,
@@ -257,12 +264,7 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
     const auto path = cells_dir / (id + ".result.json");
     if (!fs::exists(path)) continue;
     // A finished cell outside this run's slice is checked like the ones it ran.
-    const auto spec_file = cells_dir / (id + ".json");
-    SEQLAB_CHECK(
-        !fs::exists(spec_file) || nlohmann::json::parse(read_file(spec_file.string())) == c,
-        "{}: cell {} already ran with other settings (e.g. --quick vs full); use "
-        "another --out",
-        opt.out, id);
+    ran_with_other_settings(cells_dir, c, opt.out);
     auto r = nlohmann::json::parse(read_file(path.string()));
     for (const auto& row : r.at("rows")) {
       rows.push_back(row);
