@@ -29,8 +29,8 @@ torch::Tensor LSTMImpl::forward(const torch::Tensor& x) {
   auto c = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
   std::vector<torch::Tensor> hs;
   hs.reserve(T);
-  for (int64_t t = 0; t < T; ++t) {
-    recur(xi.select(1, t), h, c);  // h, c: [B,D]
+  for (const auto& xi_t : xi.unbind(1)) {  // unbind, not select: see scan_hidden (mixer.h)
+    recur(xi_t, h, c);                     // h, c: [B,D]
     hs.push_back(h);
   }
   return o(torch::stack(hs, 1));  // [B,T,D]

@@ -50,12 +50,15 @@ torch::Tensor MambaImpl::scan(const torch::Tensor& u, const torch::Tensor& delta
   const int64_t Bn = u.size(0), T = u.size(1);
   auto A = -torch::exp(a_log);                                        // [E,N]
   auto h = torch::zeros({Bn, u.size(2), cfg_.d_state}, u.options());  // [B,E,N]
+  // unbind, not select(1, t), as in scan_hidden (mixer.h). The per-step ops stay on [B,E,N]
+  // tensors that fit in cache; precomputing Abar and Bbar u for all t as [B,T,E,N] tensors was
+  // measured slower than this at T = 80.
+  const auto us = u.unbind(1), ds = delta.unbind(1), bs = B.unbind(1), cs = C.unbind(1);
   std::vector<torch::Tensor> ys;
   ys.reserve(T);
   for (int64_t t = 0; t < T; ++t)
-    ys.push_back(scan_step(u.select(1, t), delta.select(1, t), B.select(1, t), C.select(1, t), A,
-                           h));  // [B,E]
-  return torch::stack(ys, 1);    // [B,T,E]
+    ys.push_back(scan_step(us[t], ds[t], bs[t], cs[t], A, h));  // [B,E]
+  return torch::stack(ys, 1);                                   // [B,T,E]
 }
 
 torch::Tensor MambaImpl::forward(const torch::Tensor& x) {

@@ -32,8 +32,8 @@ torch::Tensor QRNNImpl::forward(const torch::Tensor& x) {
   auto c = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
   std::vector<torch::Tensor> hs;
   hs.reserve(T);
-  for (int64_t t = 0; t < T; ++t) hs.push_back(pool(g.select(1, t), c));  // [B,D]
-  return o(torch::stack(hs, 1));                                          // [B,T,D]
+  for (const auto& g_t : g.unbind(1)) hs.push_back(pool(g_t, c));  // [B,D]; see scan_hidden
+  return o(torch::stack(hs, 1));                                   // [B,T,D]
 }
 
 std::unique_ptr<MixerState> QRNNImpl::init_state(int64_t batch) const {
