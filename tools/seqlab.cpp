@@ -332,9 +332,8 @@ int run(int argc, char** argv, bool parse_only) {
     warn_if_reference_blas();
     auto spec = make_suite(suite_name, quick);
     if (list_cells) {
-      auto listed = spec;
-      if (!only.empty()) keep_cells(listed, only);
-      for (const auto& c : listed.cells) fmt::print("{}\n", c.at("id").get<std::string>());
+      if (!only.empty()) keep_cells(spec, only);
+      for (const auto& c : spec.cells) fmt::print("{}\n", c.at("id").get<std::string>());
       return 0;
     }
     sopt.only = only;

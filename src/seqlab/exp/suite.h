@@ -68,7 +68,7 @@ struct SuiteOutcome {
 
 // Runs every unfinished cell (of the slice opt.only keeps), then writes results.jsonl, report.md
 // and the plots over every finished cell of the whole grid.
-SuiteOutcome run_suite(const SuiteSpec& spec, const SuiteOptions& opt);
+SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt);
 
 // Rebuilds report.md and the plots from <out>/results.jsonl, running nothing.
 std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt);
