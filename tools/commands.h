@@ -30,7 +30,7 @@ struct Common {
   void apply() const {
     const int n = threads > 0 ? static_cast<int>(threads)
                               : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    torch::set_num_threads(n);
+    set_compute_threads(n);
     if (quiet) log_level() = 0;
     warn_if_reference_blas();
   }

@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include <dlfcn.h>
+
 #include <fstream>
 
 namespace seqlab {
@@ -43,6 +45,27 @@ void warn_if_reference_blas() {
         "reference BLAS is active ({}): matrix products run ~13x slower; install "
         "libopenblas0-pthread (scripts/setup.sh does)",
         info.library);
+}
+
+namespace {
+
+// OpenBLAS's thread-count functions, looked up in the process: the libblas LibTorch loaded may be
+// OpenBLAS, BLIS or the reference one, so nothing here links against OpenBLAS by name.
+template <class F>
+F openblas_function(const char* name) {
+  return reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+}
+
+}  // namespace
+
+void set_compute_threads(int n) {
+  torch::set_num_threads(n);
+  if (auto set = openblas_function<void (*)(int)>("openblas_set_num_threads")) set(n);
+}
+
+int openblas_threads() {
+  auto get = openblas_function<int (*)()>("openblas_get_num_threads");
+  return get ? get() : -1;
 }
 
 }  // namespace seqlab

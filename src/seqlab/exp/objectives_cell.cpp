@@ -1,6 +1,7 @@
 #include "seqlab/exp/objectives_cell.h"
 
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/core/blas_check.h"
 #include "seqlab/core/error.h"
 #include "seqlab/core/json_read.h"
 #include "seqlab/core/log.h"
@@ -26,7 +27,7 @@ constexpr uint64_t kProbeStream = 0x70726f6265ULL, kFinetuneStream = 0x66696e65U
 
 nlohmann::json run_objectives(ObjectivesConfig cfg, const std::string& run_dir) {
   cfg.validate();
-  torch::set_num_threads(static_cast<int>(cfg.threads));
+  set_compute_threads(static_cast<int>(cfg.threads));
   const auto t0 = std::chrono::steady_clock::now();
   Grammar g;
   PretrainModel m(cfg, g.vocab_size());

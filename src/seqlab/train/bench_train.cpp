@@ -1,5 +1,6 @@
 #include "seqlab/train/bench_train.h"
 
+#include "seqlab/core/blas_check.h"
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/mixers/linear_attention.h"
@@ -53,7 +54,7 @@ std::pair<double, double> throughput(const TrainBenchConfig& cfg, double tokens_
 
 std::vector<TrainBenchRow> run_train_bench(const TrainBenchConfig& cfg) {
   cfg.validate();
-  torch::set_num_threads(static_cast<int>(cfg.threads));
+  set_compute_threads(static_cast<int>(cfg.threads));
   std::vector<TrainBenchRow> rows;
   for (const auto& arch : cfg.archs) {
     ModelConfig mc;

@@ -1,6 +1,7 @@
 #include "seqlab/train/trainer.h"
 
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/core/blas_check.h"
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/core/progress.h"
@@ -294,7 +295,7 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
     throw;
   }
   auto task = make_task(task_cfg);
-  torch::set_num_threads(static_cast<int>(train_cfg.threads));
+  set_compute_threads(static_cast<int>(train_cfg.threads));
 
   // A run that cannot fit is refused before the model is allocated, with the estimate (for every
   // worker this machine runs).
