@@ -7,4 +7,4 @@ set yrange [0:1.05]
 set logscale x 2
 set key outside right
 set grid
-plot '/work/grids/chomsky-full/plots/duplicate_string.dat' index 0 with linespoints title 'lstm d=64 L=1'
+plot '/work/grids/chomsky-full/plots/duplicate_string.dat' index 0 with linespoints title 'gru d=64 L=2', '/work/grids/chomsky-full/plots/duplicate_string.dat' index 1 with linespoints title 'lstm d=64 L=1'
