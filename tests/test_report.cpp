@@ -1,6 +1,12 @@
 #include "seqlab/exp/report.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace seqlab;
 
@@ -38,4 +44,59 @@ TEST(Report, AcceptedGetsItsOwnTable) {
   auto md = report_tables({r});
   EXPECT_NE(md.find("Accepted:"), std::string::npos) << md;
   EXPECT_NE(md.find("| lstm | 32 | 1 | 1 | 40 | 0.000 |"), std::string::npos) << md;
+}
+
+TEST(Report, ShellQuoteSurvivesQuotesAndSpaces) {
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  // And the shell reads it back as the same string.
+  const std::string odd = "x 'y' $HOME \"z\"";
+  const auto out =
+      std::filesystem::temp_directory_path() / ("seqlab_report_quote." + std::to_string(getpid()));
+  ASSERT_EQ(
+      std::system(("printf %s " + shell_quote(odd) + " > " + shell_quote(out.string())).c_str()),
+      0);
+  std::ifstream f(out);
+  std::string back((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(out);
+  EXPECT_EQ(back, odd);
+}
+
+// The scripts a report writes name nothing outside their directory, so a results directory that
+// is moved or committed can be re-plotted where it lies.
+TEST(Report, PlotScriptsUseNamesRelativeToTheirDirectory) {
+  namespace fs = std::filesystem;
+  const auto root =
+      fs::temp_directory_path() / ("seqlab report plots '" + std::to_string(getpid()) + "'");
+  fs::remove_all(root);
+  const auto before = root / "made here", after = root / "moved";
+  fs::create_directories(before);
+  {
+    std::ofstream d(before / "line.dat");
+    d << "1 0.5\n2 0.75\n";
+  }
+  const auto made = render_plot(before.string(), "line", "plot 'line.dat' with lines\n");
+  for (const char* gp : {"line.svg.gp", "line.png.gp"}) {
+    std::ifstream f(before / gp);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(text.empty()) << gp;
+    EXPECT_EQ(text.find(root.string()), std::string::npos) << text;
+    EXPECT_NE(text.find("set output 'line."), std::string::npos) << text;
+  }
+  if (!have_gnuplot()) {
+    EXPECT_TRUE(made.empty());
+    fs::remove_all(root);
+    GTEST_SKIP() << "gnuplot not installed: scripts checked, images not";
+  }
+  EXPECT_EQ(made, (std::vector<std::string>{"line.svg", "line.png"}));
+  EXPECT_GT(fs::file_size(before / "line.svg"), 0u);
+  // Move the directory, delete the images, and rerun the scripts where they now lie.
+  fs::rename(before, after);
+  fs::remove(after / "line.svg");
+  ASSERT_EQ(
+      std::system(("cd " + shell_quote(after.string()) + " && gnuplot line.svg.gp >/dev/null 2>&1")
+                      .c_str()),
+      0);
+  EXPECT_TRUE(fs::exists(after / "line.svg"));
+  fs::remove_all(root);
 }

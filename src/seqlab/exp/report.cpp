@@ -118,6 +118,12 @@ std::string table_for(const std::vector<const Group*>& gs, bool saturation) {
 
 }  // namespace
 
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
 bool have_gnuplot() {
   return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
 }
@@ -128,14 +134,19 @@ std::vector<std::string> render_plot(const std::string& dir_s, const std::string
   std::vector<std::string> made;
   for (auto [term, ext] :
        {std::pair{"svg size 720,480 dynamic", "svg"}, std::pair{"pngcairo size 900,600", "png"}}) {
-    const auto gp = dir / (stem + "." + ext + ".gp");
+    const std::string gp = stem + "." + ext + ".gp";
     // noenhanced: task names contain '_', which enhanced text would turn into subscripts.
-    write_file_atomic(gp.string(), fmt::format("set terminal {} noenhanced\nset output '{}'\n{}",
-                                               term, (dir / (stem + "." + ext)).string(), body));
-    if (std::system(("gnuplot '" + gp.string() + "' >/dev/null 2>&1").c_str()) == 0)
+    // Every name in the script is relative to `dir` and gnuplot runs there, so a results
+    // directory can be moved (or committed) and its scripts rerun where they lie.
+    write_file_atomic((dir / gp).string(),
+                      fmt::format("set terminal {} noenhanced\nset output '{}'\n{}", term,
+                                  stem + "." + ext, body));
+    const auto cmd =
+        "cd " + shell_quote(dir.string()) + " && gnuplot " + shell_quote(gp) + " >/dev/null 2>&1";
+    if (std::system(cmd.c_str()) == 0)
       made.push_back(stem + "." + ext);
     else
-      log_warn("gnuplot failed on {}", gp.string());
+      log_warn("gnuplot failed on {}", (dir / gp).string());
   }
   return made;
 }
@@ -157,9 +168,8 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
     data += fmt::format("# {} d{} L{}\n", g->arch, g->d_model, g->n_layer);
     for (auto& [L, v] : g->acc) data += fmt::format("{} {}\n", L, mean(v));
     data += "\n\n";
-    plot_cmds +=
-        fmt::format("{}'{}' index {} with linespoints title '{} d={} L={}'", idx ? ", " : "",
-                    (dir / (task + ".dat")).string(), idx, g->arch, g->d_model, g->n_layer);
+    plot_cmds += fmt::format("{}'{}' index {} with linespoints title '{} d={} L={}'",
+                             idx ? ", " : "", task + ".dat", idx, g->arch, g->d_model, g->n_layer);
     ++idx;
   }
   write_file_atomic((dir / (task + ".dat")).string(), data);
@@ -192,7 +202,7 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
                                  "plot '{0}' using 1:2:3 with points pt 5 ps 6 palette notitle, "
                                  "'{0}' using 1:2:(sprintf('%.2f', $3)) with labels offset 0,2 "
                                  "notitle\n",
-                                 (dir / (stem + ".dat")).string(), task, arch));
+                                 stem + ".dat", task, arch));
     for (auto& i : hm)
       if (i.substr(i.size() - 4) == ".svg")
         md += fmt::format("![{} {}](plots/{})\n\n", task, arch, i);

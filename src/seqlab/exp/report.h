@@ -27,9 +27,14 @@ std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json
 bool have_gnuplot();
 
 // Runs a gnuplot script body once per terminal (SVG 720x480, PNG 900x600), writing
-// <dir>/<stem>.svg and .png; returns the names of the images made (a failure is logged).
+// <dir>/<stem>.<ext>.gp and <dir>/<stem>.svg and .png; returns the names of the images made (a
+// failure is logged). gnuplot runs in `dir`: the body names its data files relative to it
+// ('task.dat', not a full path), so the directory stays valid when moved.
 std::vector<std::string> render_plot(const std::string& dir, const std::string& stem,
                                      const std::string& body);
+
+// `s` in single quotes for /bin/sh, with embedded quotes escaped.
+std::string shell_quote(const std::string& s);
 
 // The markdown tables alone (testable without files).
 std::string report_tables(const std::vector<nlohmann::json>& rows);

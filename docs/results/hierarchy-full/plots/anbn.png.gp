@@ -1,5 +1,5 @@
 set terminal pngcairo size 900,600 noenhanced
-set output '/work/runs/hierarchy-full/plots/anbn.png'
+set output 'anbn.png'
 set title 'anbn: accuracy vs test length (mean over seeds)'
 set xlabel 'test length'
 set ylabel 'accuracy'
@@ -7,4 +7,4 @@ set yrange [0:1.05]
 set logscale x 2
 set key outside right
 set grid
-plot '/work/runs/hierarchy-full/plots/anbn.dat' index 0 with linespoints title 'elman d=64 L=1', '/work/runs/hierarchy-full/plots/anbn.dat' index 1 with linespoints title 'gru d=64 L=1', '/work/runs/hierarchy-full/plots/anbn.dat' index 2 with linespoints title 'lstm d=64 L=1', '/work/runs/hierarchy-full/plots/anbn.dat' index 3 with linespoints title 'qrnn d=64 L=1', '/work/runs/hierarchy-full/plots/anbn.dat' index 4 with linespoints title 'softmax d=64 L=1'
+plot 'anbn.dat' index 0 with linespoints title 'elman d=64 L=1', 'anbn.dat' index 1 with linespoints title 'gru d=64 L=1', 'anbn.dat' index 2 with linespoints title 'lstm d=64 L=1', 'anbn.dat' index 3 with linespoints title 'qrnn d=64 L=1', 'anbn.dat' index 4 with linespoints title 'softmax d=64 L=1'

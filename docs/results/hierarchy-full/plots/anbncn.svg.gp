@@ -1,5 +1,5 @@
 set terminal svg size 720,480 dynamic noenhanced
-set output '/work/runs/hierarchy-full/plots/anbncn.svg'
+set output 'anbncn.svg'
 set title 'anbncn: accuracy vs test length (mean over seeds)'
 set xlabel 'test length'
 set ylabel 'accuracy'
@@ -7,4 +7,4 @@ set yrange [0:1.05]
 set logscale x 2
 set key outside right
 set grid
-plot '/work/runs/hierarchy-full/plots/anbncn.dat' index 0 with linespoints title 'elman d=64 L=1', '/work/runs/hierarchy-full/plots/anbncn.dat' index 1 with linespoints title 'gru d=64 L=1', '/work/runs/hierarchy-full/plots/anbncn.dat' index 2 with linespoints title 'lstm d=64 L=1', '/work/runs/hierarchy-full/plots/anbncn.dat' index 3 with linespoints title 'qrnn d=64 L=1', '/work/runs/hierarchy-full/plots/anbncn.dat' index 4 with linespoints title 'softmax d=64 L=1'
+plot 'anbncn.dat' index 0 with linespoints title 'elman d=64 L=1', 'anbncn.dat' index 1 with linespoints title 'gru d=64 L=1', 'anbncn.dat' index 2 with linespoints title 'lstm d=64 L=1', 'anbncn.dat' index 3 with linespoints title 'qrnn d=64 L=1', 'anbncn.dat' index 4 with linespoints title 'softmax d=64 L=1'

@@ -262,8 +262,8 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     for (const auto& p : r["curve"])
       data += fmt::format("{} {}\n", p[0].get<int64_t>(), p[1].get<double>());
     data += "\n\n";
-    cmds += fmt::format("{}'{}/curves.dat' index {} with linespoints title '{}'", idx ? ", " : "",
-                        plot_dir, idx, r["label"].get<std::string>());
+    cmds += fmt::format("{}'curves.dat' index {} with linespoints title '{}'", idx ? ", " : "", idx,
+                        r["label"].get<std::string>());
     ++idx;
   }
   auto embed = [&](const std::vector<std::string>& imgs, const std::string& alt) {
@@ -293,10 +293,10 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     std::string bd, sp, mem;
     for (size_t i = 0; i < order.size(); ++i) {
       bd += "# " + order[i] + "\n" + series[order[i]] + "\n\n";
-      sp += fmt::format("{}'{}/bench.dat' index {} using 1:2 with linespoints title '{}'",
-                        i ? ", " : "", plot_dir, i, order[i]);
-      mem += fmt::format("{}'{}/bench.dat' index {} using 1:3 with linespoints title '{}'",
-                         i ? ", " : "", plot_dir, i, order[i]);
+      sp += fmt::format("{}'bench.dat' index {} using 1:2 with linespoints title '{}'",
+                        i ? ", " : "", i, order[i]);
+      mem += fmt::format("{}'bench.dat' index {} using 1:3 with linespoints title '{}'",
+                         i ? ", " : "", i, order[i]);
     }
     write_file_atomic(plot_dir + "/bench.dat", bd);
     embed(render_plot(plot_dir, "speed",

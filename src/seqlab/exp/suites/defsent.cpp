@@ -225,20 +225,18 @@ std::string defsent_report(const std::vector<nlohmann::json>& rows, const std::s
   embed(render_plot(plot_dir, "defsent_mrr",
                     head +
                         "set title 'Reverse dictionary on held-out entries (one point per seed)'\n"
-                        "set ylabel 'MRR'\nplot '" +
-                        plot_dir + "/defsent.dat' using 1:2 with points pt 7 ps 1.5\n"),
+                        "set ylabel 'MRR'\nplot 'defsent.dat' using 1:2 with points pt 7 ps 1.5\n"),
         "MRR by method");
-  embed(render_plot(plot_dir, "defsent_spearman",
-                    head +
-                        "set title 'Wu-Palmer similarity proxy (one point per seed)'\n"
-                        "set ylabel 'Spearman'\nplot '" +
-                        plot_dir + "/defsent.dat' using 1:3 with points pt 7 ps 1.5\n"),
+  embed(render_plot(
+            plot_dir, "defsent_spearman",
+            head + "set title 'Wu-Palmer similarity proxy (one point per seed)'\n"
+                   "set ylabel 'Spearman'\nplot 'defsent.dat' using 1:3 with points pt 7 ps 1.5\n"),
         "Spearman by method");
-  embed(render_plot(plot_dir, "defsent_isotropy",
-                    head +
-                        "set title 'Mean cosine of random pairs (0 = isotropic)'\n"
-                        "set ylabel 'mean cosine'\nplot '" +
-                        plot_dir + "/defsent.dat' using 1:4 with points pt 7 ps 1.5\n"),
+  embed(render_plot(
+            plot_dir, "defsent_isotropy",
+            head +
+                "set title 'Mean cosine of random pairs (0 = isotropic)'\n"
+                "set ylabel 'mean cosine'\nplot 'defsent.dat' using 1:4 with points pt 7 ps 1.5\n"),
         "mean cosine by method");
   return md;
 }

@@ -217,8 +217,8 @@ std::string exit_swag_report(const std::vector<nlohmann::json>& rows, const std:
       data += fmt::format("{} {} {}\n", mean_sd(rs, "mean_layers").first,
                           mean_sd(rs, "accuracy").first, th);
     data += "\n\n";
-    cmds += fmt::format("{}'{}/exit.dat' index {} using 1:2 with linespoints title '{}'",
-                        i ? ", " : "", plot_dir, i, curve_order[i]);
+    cmds += fmt::format("{}'exit.dat' index {} using 1:2 with linespoints title '{}'",
+                        i ? ", " : "", i, curve_order[i]);
   }
   write_file_atomic(plot_dir + "/exit.dat", data);
   md += "## Plots\n\n";

@@ -328,13 +328,13 @@ std::string mae_deq_report(const std::vector<nlohmann::json>& rows, const std::s
                           p[2].get<double>(), p[3].get<double>(), p[4].get<double>());
     data += "\n\n";
     const auto l = r["label"].get<std::string>();
-    res_cmd += fmt::format("{}'{}/deq.dat' index {} using 1:3 with lines title '{}'",
-                           idx ? ", " : "", plot_dir, idx, l);
-    it_cmd += fmt::format("{}'{}/deq.dat' index {} using 1:2 with lines title '{} (forward)'",
-                          idx ? ", " : "", plot_dir, idx, l);
+    res_cmd += fmt::format("{}'deq.dat' index {} using 1:3 with lines title '{}'", idx ? ", " : "",
+                           idx, l);
+    it_cmd += fmt::format("{}'deq.dat' index {} using 1:2 with lines title '{} (forward)'",
+                          idx ? ", " : "", idx, l);
     if (r["deq"] == "implicit")
-      it_cmd += fmt::format(", '{}/deq.dat' index {} using 1:4 with lines title '{} (backward)'",
-                            plot_dir, idx, l);
+      it_cmd +=
+          fmt::format(", 'deq.dat' index {} using 1:4 with lines title '{} (backward)'", idx, l);
     ++idx;
   }
   if (!idx) return md;

@@ -299,10 +299,10 @@ std::string objectives_report(const std::vector<nlohmann::json>& rows,
       "seeds)'\nset ylabel 'accuracy'\nset yrange [0:1.2]\nset style data histograms\n"
       "set style histogram errorbars gap 1 lw 1\nset style fill solid 0.7 border -1\n"
       "set key top center horizontal\nset grid ytics\nset xtics font ',8'\n"
-      "plot '{}/objectives.dat' using 2:3:xtic(1) title 'POS probe', '' using 4:5 title 'POS "
+      "plot 'objectives.dat' using 2:3:xtic(1) title 'POS probe', '' using 4:5 title 'POS "
       "finetune', '' using 6:7 title 'subject-number probe', '' using 8:9 title 'subject-number "
       "finetune'\n",
-      arch, plot_dir);
+      arch);
   const auto imgs = render_plot(plot_dir, "objectives", body);
   md += "## Plot\n\n";
   for (const auto& i : imgs)
