@@ -104,6 +104,8 @@ TEST(Cli, LstmLearnsParityAndEvalPrintsJson) {
   EXPECT_EQ(ej["results"][0]["length"], 8);
   EXPECT_GT(ej["results"][0]["accuracy"].get<double>(), 0.5);
   EXPECT_GT(ej["results"][0]["n"].get<int64_t>(), 0);
+  // Parity's labels are balanced: guessing without the input scores about half.
+  EXPECT_NEAR(ej["results"][0]["blind_accuracy"].get<double>(), 0.5, 0.1);
 }
 
 int64_t checkpoint_step(const std::string& dir) {

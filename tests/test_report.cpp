@@ -46,6 +46,29 @@ TEST(Report, AcceptedGetsItsOwnTable) {
   EXPECT_NE(md.find("| lstm | 32 | 1 | 1 | 40 | 0.000 |"), std::string::npos) << md;
 }
 
+// The input-blind row: one value per (length, seed) however many architectures share the test
+// set, averaged over seeds, and none from saturation rows.
+TEST(Report, InputBlindRowAveragesSeedsOnce) {
+  std::vector<nlohmann::json> rows;
+  for (auto arch : {"lstm", "softmax", "t2r"})
+    for (uint64_t seed : {0, 1}) {
+      auto r = row(arch, seed, 40, 0.9);
+      r["blind_accuracy"] = seed == 0 ? 0.5 : 0.7;
+      rows.push_back(r);
+      r = row(arch, seed, 80, 0.8);
+      r["blind_accuracy"] = 0.75;
+      rows.push_back(r);
+    }
+  auto sat = row("lstm", 0, 40, 0.2, 8);
+  sat["blind_accuracy"] = 0.0;  // would pull the mean down if counted
+  rows.push_back(sat);
+  auto md = report_tables(rows);
+  EXPECT_NE(md.find("| *input-blind* | | | | | *0.600* | *0.750* |"), std::string::npos) << md;
+  EXPECT_NE(md.find("input-blind*: the accuracy of always guessing"), std::string::npos);
+  // Without the field (rows from before it existed, or a custom suite) there is no such row.
+  EXPECT_EQ(report_tables({row("lstm", 0, 40, 1.0)}).find("input-blind"), std::string::npos);
+}
+
 TEST(Report, ShellQuoteSurvivesQuotesAndSpaces) {
   EXPECT_EQ(shell_quote("a b"), "'a b'");
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");

@@ -2,6 +2,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/convert/convert.h"
+#include "seqlab/exp/cell.h"
 #include "seqlab/exp/defsent_cell.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/model/adapters.h"
@@ -9,6 +10,7 @@
 #include "seqlab/train/trainer.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/registry.h"
+#include "seqlab/train/evaluate.h"
 
 #include <gtest/gtest.h>
 
@@ -127,6 +129,40 @@ TEST(Suite, QuickGridsAreSmall) {
     EXPECT_LE(make_suite(e.name, true).cells.size(), 40u) << e.name;
 }
 
+// Rows from before the baseline existed get it from their cell's task and seed, with no model:
+// the value evaluate_blind gives for the test set the row was scored on.
+TEST(Suite, BlindAccuracyIsAddedFromTheCellsTestSets) {
+  std::vector<nlohmann::json> cells = {
+      make_cell("bs_lstm", grid_model("lstm", 8, 1, 81), grid_task("bucket_sort", 3, 81),
+                grid_train(10, 16, 3e-3, 2), {81, 201}, 64),
+      make_cell("bs_t2r", grid_model("t2r", 8, 1, 81), grid_task("bucket_sort", 3, 81),
+                grid_train(10, 16, 3e-3, 2), {81, 201}, 64)};
+  cells.push_back(make_cell("anbn_lstm", grid_model("lstm", 8, 1, 42), grid_task("anbn", 4, 42),
+                            grid_train(10, 16, 3e-3, 2), {42}, 64));
+  nlohmann::json lm = cells[0];
+  lm["id"] = "an_lm_cell";
+  lm["kind"] = "lm_train";
+  cells.push_back(lm);
+  std::vector<nlohmann::json> rows;
+  for (auto id : {"bs_lstm", "bs_t2r", "an_lm_cell"})
+    for (int64_t L : {81, 201})
+      rows.push_back({{"cell", id}, {"task", "bucket_sort"}, {"test_length", L}, {"seed", 2}});
+  rows.push_back({{"cell", "anbn_lstm"}, {"task", "anbn"}, {"test_length", 42}, {"seed", 2}});
+  rows[1]["blind_accuracy"] = 0.123;  // already there: kept
+  EXPECT_EQ(add_blind_accuracy(cells, rows), 3);
+  auto task = make_task(TaskConfig::from_json(cells[0]["task"], "test"));
+  const double b81 = evaluate_blind(*task, 81, 64, 16, 2).accuracy;
+  const double b201 = evaluate_blind(*task, 201, 64, 16, 2).accuracy;
+  EXPECT_EQ(rows[0]["blind_accuracy"].get<double>(), b81);
+  EXPECT_EQ(rows[1]["blind_accuracy"].get<double>(), 0.123);
+  EXPECT_EQ(rows[2]["blind_accuracy"].get<double>(), b81);  // same test set, other architecture
+  EXPECT_EQ(rows[3]["blind_accuracy"].get<double>(), b201);
+  EXPECT_GT(b201, b81);                              // bucket_sort's blind score rises with length
+  EXPECT_FALSE(rows[4].contains("blind_accuracy"));  // lm cells have no such baseline
+  EXPECT_FALSE(rows[6].contains("blind_accuracy"));  // nor has anbn (one string per length)
+  EXPECT_EQ(add_blind_accuracy(cells, rows), 0);
+}
+
 TEST(Suite, UnknownSuiteIsAnError) {
   EXPECT_THROW(make_suite("nonesuch", true), seqlab::Error);
 }
@@ -162,8 +198,8 @@ TEST(Suite, RunsInWorkersAndResumes) {
   while (std::getline(ss, line)) rows.push_back(nlohmann::json::parse(line));
   ASSERT_EQ(rows.size(), 8u);  // lstm: 2 lengths + 2 saturated; gru, softmax: 2 lengths
   for (const auto& row : rows)
-    for (auto k :
-         {"task", "arch", "d_model", "n_layer", "seed", "train_length", "test_length", "accuracy"})
+    for (auto k : {"task", "arch", "d_model", "n_layer", "seed", "train_length", "test_length",
+                   "accuracy", "blind_accuracy"})
       EXPECT_TRUE(row.contains(k)) << k << " missing in " << row.dump();
   EXPECT_EQ(rows[2]["saturation_scale"], 4.0);
   for (size_t i = 6; i < rows.size(); ++i) {

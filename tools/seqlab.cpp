@@ -150,6 +150,9 @@ void cmd_eval(const EvalArgs& a) {
                           {"seq_accuracy", r.seq_accuracy},
                           {"loss", r.loss},
                           {"n", r.n}};
+    if (task->has_blind_baseline())
+      row["blind_accuracy"] =
+          evaluate_blind(*task, L, a.n, a.batch, seed, parse_split(a.split)).accuracy;
     for (const auto& [k, v] : r.extra) row[k] = v;
     results.push_back(row);
   }
@@ -161,12 +164,18 @@ void cmd_eval(const EvalArgs& a) {
   }
   const std::string arch =
       mc.mixer.arch == "linear" ? fmt::format("linear ({})", mc.mixer.feature_map) : mc.mixer.arch;
-  fmt::print("{} on {}\n{:>8} {:>10} {:>10} {:>10} {:>8}\n", arch, tc.task, "length", "accuracy",
-             "seq_acc", "loss", "n");
+  fmt::print("{} on {}\n{:>8} {:>10} {:>10} {:>10} {:>8} {:>10}\n", arch, tc.task, "length",
+             "accuracy", "seq_acc", "loss", "n", "blind");
   for (const auto& r : results)
-    fmt::print("{:>8} {:>10.4f} {:>10.4f} {:>10.4f} {:>8}\n", r["length"].get<int64_t>(),
+    fmt::print("{:>8} {:>10.4f} {:>10.4f} {:>10.4f} {:>8} {:>10}\n", r["length"].get<int64_t>(),
                r["accuracy"].get<double>(), r["seq_accuracy"].get<double>(),
-               r["loss"].get<double>(), r["n"].get<int64_t>());
+               r["loss"].get<double>(), r["n"].get<int64_t>(),
+               r.contains("blind_accuracy")
+                   ? fmt::format("{:.4f}", r["blind_accuracy"].get<double>())
+                   : std::string("-"));
+  fmt::print(
+      "(blind: accuracy of always guessing the most frequent class at each scored position, on "
+      "the same sequences; - where the length alone fixes the answer)\n");
 }
 
 int run(int argc, char** argv, bool parse_only) {
@@ -280,7 +289,8 @@ int run(int argc, char** argv, bool parse_only) {
                   "print the grid's cell ids (after --only) on stdout and run nothing");
   bool report_only = false;
   suite->add_flag("--report-only", report_only,
-                  "rebuild report.md and plots from --out's results.jsonl; run nothing");
+                  "rebuild report.md and plots from --out's results.jsonl; run no cell (rows that "
+                  "lack the input-blind baseline get it, in results.jsonl too)");
   suite->add_flag("-q,--quiet", common.quiet, "no progress or info lines on stderr");
 
   // suite-cell: one grid cell in a worker process (started by `seqlab suite`).

@@ -9,6 +9,10 @@
 #include "seqlab/train/trainer.h"
 
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <tuple>
 
 namespace seqlab {
 
@@ -114,6 +118,49 @@ nlohmann::json run_cell(const nlohmann::json& cell, const std::string& run_dir) 
     add_rows(s);
   }
   return {{"id", id}, {"train_seconds", outcome.seconds}, {"rows", rows}};
+}
+
+int64_t add_blind_accuracy(const std::vector<nlohmann::json>& cells,
+                           std::vector<nlohmann::json>& rows) {
+  std::map<std::string, const nlohmann::json*> by_id;
+  for (const auto& c : cells)
+    if (!c.contains("kind")) by_id[c.at("id").get<std::string>()] = &c;
+  // (task config with the row's test task, length, eval size, batch, seed) -> blind accuracy
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t, uint64_t>;
+  std::map<Key, std::optional<double>> done;  // nullopt: the task has no such baseline
+  std::set<std::string> skipped;
+  int64_t set = 0;
+  for (auto& row : rows) {
+    if (row.contains("blind_accuracy") || !row.contains("cell") || !row.contains("test_length"))
+      continue;
+    const auto id = row.at("cell").get<std::string>();
+    auto it = by_id.find(id);
+    if (it == by_id.end() || skipped.count(id)) continue;
+    const auto& cell = *it->second;
+    try {
+      auto tc = TaskConfig::from_json(cell.at("task"), id);
+      tc.task = row.value("task", tc.task);
+      const auto trc = TrainConfig::from_json(cell.at("train"), id);
+      const int64_t n = cell.value("eval_size", int64_t{256});
+      const int64_t L = row.at("test_length").get<int64_t>();
+      Key k{tc.to_json().dump(), L, n, trc.batch, trc.seed};
+      auto hit = done.find(k);
+      if (hit == done.end()) {
+        auto task = make_task(tc);
+        std::optional<double> v;
+        if (task->has_blind_baseline())
+          v = evaluate_blind(*task, L, n, trc.batch, trc.seed).accuracy;
+        hit = done.emplace(k, v).first;
+      }
+      if (!hit->second) continue;
+      row["blind_accuracy"] = *hit->second;
+      set += 1;
+    } catch (const Error& e) {
+      log_warn("cell {}: no input-blind baseline: {}", id, e.what());
+      skipped.insert(id);
+    }
+  }
+  return set;
 }
 
 }  // namespace seqlab

@@ -81,7 +81,27 @@ std::string acc_cell(const std::vector<double>& v) {
   return m >= kSuccessAccuracy ? s + " ✓" : s;
 }
 
-std::string table_for(const std::vector<const Group*>& gs, bool saturation) {
+// The input-blind baseline of a task's plain rows (blind_accuracy, exp/cell.h): test length ->
+// mean over seeds. Every architecture of one seed shares the test set, so each (length, seed)
+// counts once.
+std::map<int64_t, double> blind_means(const std::vector<nlohmann::json>& rows,
+                                      const std::string& task) {
+  std::map<int64_t, std::map<uint64_t, double>> by_len;
+  for (const auto& r : rows)
+    if (r.at("task") == task && !r.contains("saturation_scale") && r.contains("blind_accuracy"))
+      by_len[r.at("test_length").get<int64_t>()][r.at("seed").get<uint64_t>()] =
+          r.at("blind_accuracy").get<double>();
+  std::map<int64_t, double> out;
+  for (const auto& [L, seeds] : by_len) {
+    double sum = 0;
+    for (const auto& [seed, v] : seeds) sum += v;
+    out[L] = sum / static_cast<double>(seeds.size());
+  }
+  return out;
+}
+
+std::string table_for(const std::vector<const Group*>& gs, bool saturation,
+                      const std::map<int64_t, double>& blind = {}) {
   std::set<int64_t> lengths;
   std::set<double> scales;
   for (auto* g : gs) {
@@ -99,6 +119,11 @@ std::string table_for(const std::vector<const Group*>& gs, bool saturation) {
       s += fmt::format("| {} | {} | {} | {} | {} |", g->arch, g->d_model, g->n_layer,
                        g->seeds.size(), g->train_length);
       for (auto L : lengths) s += " " + (g->acc.count(L) ? acc_cell(g->acc.at(L)) : "") + " |";
+      s += "\n";
+    }
+    if (!blind.empty()) {
+      s += "| *input-blind* | | | | |";
+      for (auto L : lengths) s += blind.count(L) ? fmt::format(" *{:.3f}* |", blind.at(L)) : " |";
       s += "\n";
     }
   } else {
@@ -159,7 +184,8 @@ std::vector<std::string> render(const fs::path& dir, const std::string& stem,
 }
 
 std::string plots_for_task(const fs::path& dir, const std::string& task,
-                           const std::vector<const Group*>& gs, bool heatmap) {
+                           const std::vector<const Group*>& gs, bool heatmap,
+                           const std::map<int64_t, double>& blind) {
   std::string md;
   // Accuracy against test length, one line per configuration.
   std::string data, plot_cmds;
@@ -171,6 +197,15 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
     plot_cmds += fmt::format("{}'{}' index {} with linespoints title '{} d={} L={}'",
                              idx ? ", " : "", task + ".dat", idx, g->arch, g->d_model, g->n_layer);
     ++idx;
+  }
+  if (!blind.empty()) {
+    data += "# input-blind baseline\n";
+    for (auto& [L, v] : blind) data += fmt::format("{} {}\n", L, v);
+    data += "\n\n";
+    plot_cmds += fmt::format(
+        ", '{}' index {} with lines dashtype 2 lc rgb 'gray40' title "
+        "'input-blind'",
+        task + ".dat", idx);
   }
   write_file_atomic((dir / (task + ".dat")).string(), data);
   auto imgs =
@@ -219,10 +254,16 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
     std::vector<const Group*> plain, sat;
     for (auto& [k, g] : groups)
       if (g.task == task) (g.scale == 0 ? plain : sat).push_back(&g);
+    const auto blind = blind_means(rows, task);
     md += fmt::format(
         "### {}\n\nAccuracy by test length: mean over seeds (best seed); ✓ = mean ≥ "
-        "{:.0f}%.\n\n{}\n",
-        task, kSuccessAccuracy * 100, table_for(plain, false));
+        "{:.0f}%.{}\n\n{}\n",
+        task, kSuccessAccuracy * 100,
+        blind.empty() ? ""
+                      : " *input-blind*: the accuracy of always guessing the class most frequent "
+                        "at each scored position, on the same test sequences; a model at or "
+                        "below it shows nothing it read from the input.",
+        table_for(plain, false, blind));
     bool any_accepted = false;
     std::vector<Group> acc_groups;
     for (auto* g : plain)
@@ -286,7 +327,7 @@ std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json
           if (g.task == task && g.scale == 0) gs.push_back(&g);
         const bool hm = std::find(spec.heatmap_tasks.begin(), spec.heatmap_tasks.end(), task) !=
                         spec.heatmap_tasks.end();
-        md += plots_for_task(dir, task, gs, hm);
+        md += plots_for_task(dir, task, gs, hm, blind_means(rows, task));
       }
     }
   }

@@ -4,6 +4,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/core/progress.h"
+#include "seqlab/exp/cell.h"
 #include "seqlab/exp/report.h"
 
 #include <fcntl.h>
@@ -266,11 +267,10 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
     // A finished cell outside this run's slice is checked like the ones it ran.
     ran_with_other_settings(cells_dir, c, opt.out);
     auto r = nlohmann::json::parse(read_file(path.string()));
-    for (const auto& row : r.at("rows")) {
-      rows.push_back(row);
-      jsonl += row.dump() + "\n";
-    }
+    for (const auto& row : r.at("rows")) rows.push_back(row);
   }
+  add_blind_accuracy(full.cells, rows);
+  for (const auto& row : rows) jsonl += row.dump() + "\n";
   write_file_atomic((out / "results.jsonl").string(), jsonl);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.report = write_report(full, rows, opt.out, opt.plots, res.failed);
@@ -289,6 +289,13 @@ std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt) {
     } catch (const nlohmann::json::exception&) {
       fail("{}:{}: not a JSON row", path, n);
     }
+  }
+  // Rows written before the input-blind baseline existed get it now (no model is needed), and
+  // results.jsonl keeps what the report shows.
+  if (add_blind_accuracy(spec.cells, rows) > 0) {
+    std::string jsonl;
+    for (const auto& row : rows) jsonl += row.dump() + "\n";
+    write_file_atomic(path, jsonl);
   }
   return write_report(spec, rows, opt.out, opt.plots, 0);
 }

@@ -8,7 +8,8 @@
 //                          skipped on rerun, and a killed one resumes from its checkpoint
 //   cells/<id>.log         the worker's stderr
 //   runs/<id>/             the cell's model directory (checkpoints, metrics.jsonl)
-//   results.jsonl          one row per (cell, test length[, saturation scale]), grid order
+//   results.jsonl          one row per (cell, test length[, saturation scale]), grid order, each
+//                          with the input-blind baseline of its test set (blind_accuracy)
 //   report.md, *.svg, *.png
 #pragma once
 
@@ -70,7 +71,8 @@ struct SuiteOutcome {
 // and the plots over every finished cell of the whole grid.
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt);
 
-// Rebuilds report.md and the plots from <out>/results.jsonl, running nothing.
+// Rebuilds report.md and the plots from <out>/results.jsonl, running no cell. Rows without
+// blind_accuracy (measured before it existed) get it, and results.jsonl is rewritten with it.
 std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt);
 
 // Helpers for suite definitions: a cell with the given configs and a readable unique id.

@@ -36,6 +36,7 @@ class AnbnTask : public Task {
   int64_t min_length() const override { return n_letters_ + 2; }  // n = 1
   Batch sample(int64_t batch, int64_t length, uint64_t seed) const override;
   Score score(const torch::Tensor& logits, const Batch& b) const override;
+  bool has_blind_baseline() const override { return false; }  // T fixes the string
 
   int64_t bos() const { return n_letters_; }
   int64_t eos() const { return n_letters_ + 1; }

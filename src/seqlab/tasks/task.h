@@ -93,6 +93,10 @@ class Task {
   }
   // Scores model output (lm/tag: [B,T,C]; classify: [B,C]) against a batch.
   virtual Score score(const torch::Tensor& logits, const Batch& b) const;
+  // Whether the input-blind baseline (train/evaluate.h) means anything here: false when the
+  // stream length alone fixes the targets, which a causal model has to work out by reading
+  // (anbn has one string per length, so guessing per position would score 1).
+  virtual bool has_blind_baseline() const { return true; }
 };
 
 // The training loss: mean cross-entropy over the scored positions (or sequences).

@@ -1,5 +1,7 @@
 #include "seqlab/train/evaluate.h"
 
+#include "seqlab/core/error.h"
+
 namespace seqlab {
 
 uint64_t eval_seed(uint64_t seed, int64_t length) {
@@ -36,6 +38,57 @@ EvalResult evaluate(SeqModelImpl& model, const Task& task, int64_t length, int64
     for (auto& [k, v] : r.extra) v /= seqs;
   }
   if (was_training) model.train();
+  return r;
+}
+
+EvalResult evaluate_blind(const Task& task, int64_t length, int64_t n_seq, int64_t batch,
+                          uint64_t seed, Split split) {
+  torch::NoGradGuard ng;
+  SEQLAB_CHECK(task.has_blind_baseline(),
+               "task {}: the stream length alone fixes its targets, so it has no input-blind "
+               "baseline",
+               task.name());
+  const bool classify = task.head() == "classify";
+  const int64_t C =
+      classify ? task.n_classes() : (task.head() == "lm" ? task.vocab_size() : task.n_classes());
+  SEQLAB_CHECK(C > 0, "task {}: no classes to guess", task.name());
+  const uint64_t base = eval_seed(seed, length);
+  // counts[t][c] (or counts[c]): how often class c is the target at scored position t.
+  torch::Tensor counts = torch::zeros(
+      classify ? std::vector<int64_t>{C} : std::vector<int64_t>{length, C}, torch::kLong);
+  const uint64_t fit = mix_seed(base, 0xB11DF17ULL);
+  for (int64_t done = 0, i = 0; done < n_seq; done += batch, ++i) {
+    auto data = task.sample_split(std::min(batch, n_seq - done), length, mix_seed(fit, i), split);
+    SEQLAB_CHECK(classify || data.target.size(1) == length,
+                 "task {}: sampled {} positions for length {}", task.name(), data.target.size(1),
+                 length);
+    if (classify) {
+      counts += torch::one_hot(data.target, C).sum(0);
+    } else {
+      auto oh = torch::one_hot(data.target.clamp(0, C - 1), C);  // [B,T,C]
+      counts += oh.mul(data.mask.unsqueeze(-1).to(torch::kLong)).sum(0);
+    }
+  }
+  // The guess as logits with a wide margin: the scorer's argmax turns them back into the class,
+  // and a scorer that thresholds probabilities (anbn) sees the guess as certain.
+  const torch::Tensor guess = torch::one_hot(counts.argmax(-1), C).to(torch::kFloat) * 30.0;
+  EvalResult r;
+  r.length = length;
+  double right = 0, seq_right = 0;
+  int64_t seqs = 0;
+  for (int64_t done = 0, i = 0; done < n_seq; done += batch, ++i) {
+    const int64_t b = std::min(batch, n_seq - done);
+    auto data = task.sample_split(b, length, mix_seed(base, i), split);
+    auto logits =
+        classify ? guess.unsqueeze(0).expand({b, C}) : guess.unsqueeze(0).expand({b, length, C});
+    auto s = task.score(logits.contiguous(), data);
+    right += s.accuracy * s.n;
+    r.n += s.n;
+    seq_right += s.seq_accuracy * s.n_seq;
+    seqs += s.n_seq;
+  }
+  if (r.n > 0) r.accuracy = right / r.n;
+  if (seqs > 0) r.seq_accuracy = seq_right / seqs;
   return r;
 }
 
