@@ -7,4 +7,4 @@ set yrange [0:1.05]
 set logscale x 2
 set key outside right
 set grid
-plot 'l5.dat' index 0 with linespoints title 'elman d=64 L=1', 'l5.dat' index 1 with linespoints title 'gru d=64 L=1', 'l5.dat' index 2 with linespoints title 'lstm d=64 L=1', 'l5.dat' index 3 with linespoints title 'qrnn d=64 L=1', 'l5.dat' index 4 with linespoints title 'softmax d=64 L=1'
+plot 'l5.dat' index 0 with linespoints title 'elman d=64 L=1', 'l5.dat' index 1 with linespoints title 'gru d=64 L=1', 'l5.dat' index 2 with linespoints title 'lstm d=64 L=1', 'l5.dat' index 3 with linespoints title 'qrnn d=64 L=1', 'l5.dat' index 4 with linespoints title 'softmax d=64 L=1', 'l5.dat' index 5 with lines dashtype 2 lc rgb 'gray40' title 'input-blind'

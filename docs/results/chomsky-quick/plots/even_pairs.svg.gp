@@ -1,0 +1,10 @@
+set terminal svg size 720,480 dynamic noenhanced
+set output 'even_pairs.svg'
+set title 'even_pairs: accuracy vs test length (mean over seeds)'
+set xlabel 'test length'
+set ylabel 'accuracy'
+set yrange [0:1.05]
+set logscale x 2
+set key outside right
+set grid
+plot 'even_pairs.dat' index 0 with linespoints title 'lstm d=32 L=1', 'even_pairs.dat' index 1 with linespoints title 'softmax d=32 L=2', 'even_pairs.dat' index 2 with linespoints title 't2r d=32 L=2', 'even_pairs.dat' index 3 with lines dashtype 2 lc rgb 'gray40' title 'input-blind'

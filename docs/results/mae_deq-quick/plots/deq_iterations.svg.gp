@@ -1,0 +1,8 @@
+set terminal svg size 720,480 dynamic noenhanced
+set output 'deq_iterations.svg'
+set title 'DEQ: solver iterations per training step'
+set xlabel 'step'
+set ylabel 'evaluations of f'
+set key below
+set grid
+plot 'deq.dat' index 0 using 1:2 with lines title 'DEQ, Anderson, implicit gradient (forward)', 'deq.dat' index 0 using 1:4 with lines title 'DEQ, Anderson, implicit gradient (backward)', 'deq.dat' index 1 using 1:2 with lines title 'DEQ, Anderson, phantom gradient (k 3, damping 0.5) (forward)', 'deq.dat' index 2 using 1:2 with lines title 'weight-tied, unrolled x8 (backprop through all) (forward)'

@@ -1,0 +1,10 @@
+set terminal pngcairo size 900,600 noenhanced
+set output 'nearest_neighbor.png'
+set title 'nearest_neighbor: accuracy vs test length (mean over seeds)'
+set xlabel 'test length'
+set ylabel 'accuracy'
+set yrange [0:1.05]
+set logscale x 2
+set key outside right
+set grid
+plot 'nearest_neighbor.dat' index 0 with linespoints title 'lstm d=64 L=1', 'nearest_neighbor.dat' index 1 with linespoints title 'softmax d=64 L=2', 'nearest_neighbor.dat' index 2 with lines dashtype 2 lc rgb 'gray40' title 'input-blind'

@@ -1,0 +1,10 @@
+set terminal svg size 720,480 dynamic noenhanced
+set output 'string_equality.svg'
+set title 'string_equality: accuracy vs test length (mean over seeds)'
+set xlabel 'test length'
+set ylabel 'accuracy'
+set yrange [0:1.05]
+set logscale x 2
+set key outside right
+set grid
+plot 'string_equality.dat' index 0 with linespoints title 'lstm d=64 L=1', 'string_equality.dat' index 1 with linespoints title 'softmax d=64 L=2', 'string_equality.dat' index 2 with lines dashtype 2 lc rgb 'gray40' title 'input-blind'
