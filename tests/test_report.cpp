@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 using namespace seqlab;
 
@@ -85,6 +86,29 @@ TEST(Report, ShellQuoteSurvivesQuotesAndSpaces) {
   EXPECT_EQ(back, odd);
 }
 
+// A chomsky plot has nine architectures; gnuplot's own colours repeat after eight, so the ninth
+// line was drawn in the first one's colour (and the conversion plot has 13 lines). Sixteen lines
+// must get sixteen colours.
+TEST(Report, PlotsGiveSixteenLinesSixteenColours) {
+  namespace fs = std::filesystem;
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot not installed";
+  const auto dir =
+      fs::temp_directory_path() / ("seqlab report colours " + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto made = render_plot(dir.string(), "many",
+                                "plot for [i=1:16] i*x with lines title sprintf('%d', i)\n");
+  ASSERT_EQ(made, (std::vector<std::string>{"many.svg", "many.png"}));
+  std::ifstream f(dir / "many.svg");
+  const std::string svg((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::set<std::string> colours;  // gnuplot's SVG writes each line's colour as stroke='rgb(..)'
+  for (size_t at = svg.find("stroke='rgb("); at != std::string::npos;
+       at = svg.find("stroke='rgb(", at + 1))
+    colours.insert(svg.substr(at, svg.find(')', at) - at));
+  EXPECT_GE(colours.size(), 16u) << svg.substr(0, 2000);
+  fs::remove_all(dir);
+}
+
 // The scripts a report writes name nothing outside their directory, so a results directory that
 // is moved or committed can be re-plotted where it lies.
 TEST(Report, PlotScriptsUseNamesRelativeToTheirDirectory) {
@@ -122,4 +146,32 @@ TEST(Report, PlotScriptsUseNamesRelativeToTheirDirectory) {
       0);
   EXPECT_TRUE(fs::exists(after / "line.svg"));
   fs::remove_all(root);
+}
+
+// Separations trains each length on its own, so one architecture and width is one configuration
+// per length. Its plot joins them into one line over length; configurations whose test lengths
+// overlap keep separate lines, named by their training length.
+TEST(Report, PlotJoinsConfigurationsThatDifferOnlyInTrainingLength) {
+  namespace fs = std::filesystem;
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot not installed";
+  const auto dir = fs::temp_directory_path() / ("seqlab report join " + std::to_string(getpid()));
+  fs::remove_all(dir);
+  const auto at = [](const std::string& arch, int64_t T, int64_t L, double acc) {
+    auto r = row(arch, 0, L, acc);
+    r["train_length"] = T;
+    return r;
+  };
+  SuiteSpec spec;
+  spec.name = "join";
+  const auto dat = [&](const std::vector<nlohmann::json>& rows) {
+    write_report(spec, rows, dir.string(), true, 0);
+    std::ifstream f(dir / "plots" / "parity.dat");
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  EXPECT_EQ(dat({at("lstm", 10, 10, 0.5), at("lstm", 18, 18, 0.25), at("softmax", 10, 10, 1.0)}),
+            "# lstm d=32 L=1\n10 0.5\n18 0.25\n\n\n# softmax d=32 L=1\n10 1\n\n\n");
+  EXPECT_EQ(dat({at("lstm", 10, 10, 0.5), at("lstm", 10, 18, 0.25), at("lstm", 18, 18, 0.75)}),
+            "# lstm d=32 L=1 train<=10\n10 0.5\n18 0.25\n\n\n"
+            "# lstm d=32 L=1 train<=18\n18 0.75\n\n\n");
+  fs::remove_all(dir);
 }

@@ -153,6 +153,15 @@ bool have_gnuplot() {
   return std::system("command -v gnuplot >/dev/null 2>&1") == 0;
 }
 
+// gnuplot's default line colours repeat after 8, so a chomsky plot's ninth architecture drew in
+// the first one's colour. Types 9-16 get colours of their own; 1-8 keep gnuplot's.
+constexpr const char* kExtraLineColours =
+    "set linetype 9 lc rgb '#cc79a7'\nset linetype 10 lc rgb '#8c564b'\n"
+    "set linetype 11 lc rgb '#bcbd22'\nset linetype 12 lc rgb '#17becf'\n"
+    "set linetype 13 lc rgb '#7b4173'\nset linetype 14 lc rgb '#393b79'\n"
+    "set linetype 15 lc rgb '#637939'\nset linetype 16 lc rgb '#843c39'\n"
+    "set linetype cycle 16\n";
+
 std::vector<std::string> render_plot(const std::string& dir_s, const std::string& stem,
                                      const std::string& body) {
   const fs::path dir(dir_s);
@@ -164,8 +173,8 @@ std::vector<std::string> render_plot(const std::string& dir_s, const std::string
     // Every name in the script is relative to `dir` and gnuplot runs there, so a results
     // directory can be moved (or committed) and its scripts rerun where they lie.
     write_file_atomic((dir / gp).string(),
-                      fmt::format("set terminal {} noenhanced\nset output '{}'\n{}", term,
-                                  stem + "." + ext, body));
+                      fmt::format("set terminal {} noenhanced\nset output '{}'\n{}{}", term,
+                                  stem + "." + ext, kExtraLineColours, body));
     const auto cmd =
         "cd " + shell_quote(dir.string()) + " && gnuplot " + shell_quote(gp) + " >/dev/null 2>&1";
     if (std::system(cmd.c_str()) == 0)
@@ -187,15 +196,33 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
                            const std::vector<const Group*>& gs, bool heatmap,
                            const std::map<int64_t, double>& blind) {
   std::string md;
-  // Accuracy against test length, one line per configuration.
+  // Accuracy against test length, one line per architecture, width and depth. Configurations that
+  // differ only in their training length (separations trains and tests each length on its own)
+  // join one line, a point per length; if two of them share a test length, each keeps its own
+  // line, its training length in the title.
+  const auto lines_of = [&](bool by_train_length) {
+    std::vector<std::pair<std::string, std::map<int64_t, double>>> lines;
+    bool clash = false;
+    for (auto* g : gs) {
+      std::string title = fmt::format("{} d={} L={}", g->arch, g->d_model, g->n_layer);
+      if (by_train_length) title += fmt::format(" train<={}", g->train_length);
+      auto it =
+          std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == title; });
+      if (it == lines.end()) it = lines.insert(lines.end(), {title, {}});
+      for (auto& [L, v] : g->acc) clash |= !it->second.emplace(L, mean(v)).second;
+    }
+    return std::pair{lines, clash};
+  };
+  auto [lines, clash] = lines_of(false);
+  if (clash) lines = lines_of(true).first;
   std::string data, plot_cmds;
   int idx = 0;
-  for (auto* g : gs) {
-    data += fmt::format("# {} d{} L{}\n", g->arch, g->d_model, g->n_layer);
-    for (auto& [L, v] : g->acc) data += fmt::format("{} {}\n", L, mean(v));
+  for (const auto& [title, points] : lines) {
+    data += "# " + title + "\n";
+    for (auto& [L, v] : points) data += fmt::format("{} {}\n", L, v);
     data += "\n\n";
-    plot_cmds += fmt::format("{}'{}' index {} with linespoints title '{} d={} L={}'",
-                             idx ? ", " : "", task + ".dat", idx, g->arch, g->d_model, g->n_layer);
+    plot_cmds += fmt::format("{}'{}' index {} with linespoints title '{}'", idx ? ", " : "",
+                             task + ".dat", idx, title);
     ++idx;
   }
   if (!blind.empty()) {
