@@ -154,6 +154,13 @@ bool ran_with_other_settings(const fs::path& cells_dir, const nlohmann::json& c,
   return true;
 }
 
+// `rows` as JSON Lines, one row a line, written atomically.
+void write_jsonl(const std::string& path, const std::vector<nlohmann::json>& rows) {
+  std::string jsonl;
+  for (const auto& row : rows) jsonl += row.dump() + "\n";
+  write_file_atomic(path, jsonl);
+}
+
 }  // namespace
 
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
@@ -259,7 +266,6 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
 
   // Gather every finished cell's rows, in grid order.
   std::vector<nlohmann::json> rows;
-  std::string jsonl;
   for (const auto& c : full.cells) {
     const auto id = c.at("id").get<std::string>();
     const auto path = cells_dir / (id + ".result.json");
@@ -270,8 +276,7 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
     for (const auto& row : r.at("rows")) rows.push_back(row);
   }
   add_blind_accuracy(full.cells, rows);
-  for (const auto& row : rows) jsonl += row.dump() + "\n";
-  write_file_atomic((out / "results.jsonl").string(), jsonl);
+  write_jsonl((out / "results.jsonl").string(), rows);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.report = write_report(full, rows, opt.out, opt.plots, res.failed);
   return res;
@@ -292,11 +297,7 @@ std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt) {
   }
   // Rows written before the input-blind baseline existed get it now (no model is needed), and
   // results.jsonl keeps what the report shows.
-  if (add_blind_accuracy(spec.cells, rows) > 0) {
-    std::string jsonl;
-    for (const auto& row : rows) jsonl += row.dump() + "\n";
-    write_file_atomic(path, jsonl);
-  }
+  if (add_blind_accuracy(spec.cells, rows) > 0) write_jsonl(path, rows);
   return write_report(spec, rows, opt.out, opt.plots, 0);
 }
 

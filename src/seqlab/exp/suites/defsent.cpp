@@ -222,22 +222,28 @@ std::string defsent_report(const std::vector<nlohmann::json>& rows, const std::s
   const std::string head =
       fmt::format("set xtics ({})\nset xrange [-0.5:{}]\nset grid\nset key off\n", xtics,
                   kMethods.size() - 0.5);
-  embed(render_plot(plot_dir, "defsent_mrr",
-                    head +
-                        "set title 'Reverse dictionary on held-out entries (one point per seed)'\n"
-                        "set ylabel 'MRR'\nplot 'defsent.dat' using 1:2 with points pt 7 ps 1.5\n"),
-        "MRR by method");
-  embed(render_plot(
-            plot_dir, "defsent_spearman",
-            head + "set title 'Wu-Palmer similarity proxy (one point per seed)'\n"
-                   "set ylabel 'Spearman'\nplot 'defsent.dat' using 1:3 with points pt 7 ps 1.5\n"),
-        "Spearman by method");
-  embed(render_plot(
-            plot_dir, "defsent_isotropy",
-            head +
-                "set title 'Mean cosine of random pairs (0 = isotropic)'\n"
-                "set ylabel 'mean cosine'\nplot 'defsent.dat' using 1:4 with points pt 7 ps 1.5\n"),
-        "mean cosine by method");
+  // One scatter per metric: the data file's column, the plot's title and y label, the image's alt.
+  struct Panel {
+    const char* stem;
+    int column;
+    const char* title;
+    const char* ylabel;
+    const char* alt;
+  };
+  const Panel panels[] = {
+      {"defsent_mrr", 2, "Reverse dictionary on held-out entries (one point per seed)", "MRR",
+       "MRR by method"},
+      {"defsent_spearman", 3, "Wu-Palmer similarity proxy (one point per seed)", "Spearman",
+       "Spearman by method"},
+      {"defsent_isotropy", 4, "Mean cosine of random pairs (0 = isotropic)", "mean cosine",
+       "mean cosine by method"},
+  };
+  for (const auto& p : panels)
+    embed(render_plot(plot_dir, p.stem,
+                      head + fmt::format("set title '{}'\nset ylabel '{}'\nplot 'defsent.dat' "
+                                         "using 1:{} with points pt 7 ps 1.5\n",
+                                         p.title, p.ylabel, p.column)),
+          p.alt);
   return md;
 }
 
