@@ -14,6 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <utility>
 
 using namespace seqlab;
 using namespace seqlab::testing;
@@ -81,6 +84,19 @@ TEST(DefSentCell, MlmThenDefSentPlusOnFakeWordNet) {
   const auto md = make_suite("defsent", true).custom_report(rows, "");
   EXPECT_NE(md.find("| defsent+white | 1 |"), std::string::npos) << md;  // label = method here
   EXPECT_NE(md.find("## DefSent+ by round"), std::string::npos) << md;
+  // With a plot directory: one scatter per metric, embedded in the report, each plotting its own
+  // column of defsent.dat (2 = MRR, 3 = Spearman, 4 = mean cosine).
+  const auto plots = dict_scratch("cell_plots");
+  const auto with_plots = make_suite("defsent", true).custom_report(rows, plots.string());
+  const std::pair<std::string, std::string> panels[] = {
+      {"defsent_mrr", "1:2"}, {"defsent_spearman", "1:3"}, {"defsent_isotropy", "1:4"}};
+  for (const auto& [stem, cols] : panels) {
+    EXPECT_NE(with_plots.find("(plots/" + stem + ".svg)"), std::string::npos) << with_plots;
+    std::ifstream f(plots / (stem + ".svg.gp"));
+    const std::string gp((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    EXPECT_NE(gp.find("'defsent.dat' using " + cols + " "), std::string::npos)
+        << stem << ": " << gp;
+  }
 }
 
 // A linear-attention (ELU+1) encoder, bidirectional, through the same cell.
