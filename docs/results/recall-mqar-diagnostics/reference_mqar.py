@@ -15,8 +15,12 @@ Readouts (the one thing that changed the outcome):
 Run with Debian's python3-torch: /usr/bin/python3 reference_mqar.py --pairs 8 --T 64 --lr 1e-3
 Prints the training loss and the accuracy on 256 held-out sequences of length T every 500 steps.
 """
-import argparse, math, random
-import torch, torch.nn as nn, torch.nn.functional as F
+import argparse, math, random, sys
+
+try:
+    import torch, torch.nn as nn, torch.nn.functional as F
+except ImportError:
+    sys.exit("error: no torch module; run with Debian's /usr/bin/python3 (apt install python3-torch)")
 
 p = argparse.ArgumentParser()
 p.add_argument("--pairs", type=int, default=2)
