@@ -65,6 +65,28 @@ TEST(Cli, BadInputGivesExitCode2AndOneLine) {
   EXPECT_FALSE(fs::exists(out)) << "a failed command left output behind";
 }
 
+// A yes/no option is a flag that may take a value: bare (then followed by another option) it
+// reads true, with `false` or `=false` it reads false.
+TEST(Cli, BooleanOptionsAreFlagsThatMayTakeAValue) {
+  const std::string mqar =
+      "train --task mqar --vocab 16 --n-pairs 2 --max-len 8 --arch softmax "
+      "--steps 2" +
+      kTiny;
+  const auto bare = tmp_dir("bool_bare"), off = tmp_dir("bool_off"), eq = tmp_dir("bool_eq");
+  auto r = run_cli(mqar + "--tie-tag-head --out " + bare);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(seqlab::read_config_json(bare)["model"]["tie_tag_head"], true);
+  r = run_cli(mqar + "--tie-tag-head false --out " + off);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(seqlab::read_config_json(off)["model"]["tie_tag_head"], false);
+  r = run_cli(mqar + "--tie-tag-head=false --out " + eq);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(seqlab::read_config_json(eq)["model"]["tie_tag_head"], false);
+  expect_error(mqar + "--tie-tag-head maybe --out " + tmp_dir("bool_bad"), "tie-tag-head");
+  expect_error("train --task copy --steps 2 --tie-tag-head" + kTiny + "--out " + tmp_dir("bool_lm"),
+               "copy's head is lm");
+}
+
 TEST(Cli, MalformedModelDirectoryIsAnError) {
   const auto dir = tmp_dir("malformed");
   fs::create_directories(dir);

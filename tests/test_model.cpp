@@ -70,6 +70,34 @@ TEST(Model, TagAndClassifyHeadShapes) {
   EXPECT_THROW(cls.step(tokens.select(1, 0), s), seqlab::Error);
 }
 
+// --tie-tag-head: no head weights; class c's logit is ln_f(h) . wte[c], computed independently
+// here from the model's hidden states, in the parallel and the recurrent form.
+TEST(Model, TiedTagHeadScoresClassesWithTheirTokenRows) {
+  torch::NoGradGuard ng;
+  torch::manual_seed(4);
+  auto c = tiny("softmax", "tag");
+  c.tie_tag_head = true;
+  c.validate();
+  SeqModelImpl m(c);
+  EXPECT_FALSE(m.named_parameters().contains("head.weight"));
+  EXPECT_FALSE(m.named_parameters().contains("head.bias"));
+  auto tokens = torch::randint(0, 11, {2, 7}, torch::kLong);
+  auto logits = m.forward(tokens);  // [2,7,3]
+  ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{2, 7, 3}));
+  auto h = m.hidden(tokens);  // [2,7,D]
+  for (int64_t cls = 0; cls < 3; ++cls) {
+    auto expect = (h * m.wte->weight[cls]).sum(-1);  // [2,7]
+    EXPECT_TRUE(all_close(logits.select(2, cls), expect, 1e-5, "tied class logit"));
+  }
+  EXPECT_TRUE(model_step_matches_forward(m, 2, 7));
+  // The gradient of a class logit reaches that class's embedding row.
+  torch::GradMode::set_enabled(true);
+  m.zero_grad();
+  m.forward(tokens).select(2, 1).sum().backward();
+  EXPECT_GT(m.wte->weight.grad()[1].abs().sum().item<double>(), 0.0);
+  torch::GradMode::set_enabled(false);
+}
+
 TEST(Model, SinusoidalPositionsAreShiftConsistent) {
   auto all = sinusoidal_positions(0, 10, 8);
   auto tail = sinusoidal_positions(4, 6, 8);

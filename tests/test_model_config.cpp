@@ -55,6 +55,19 @@ TEST(ModelConfig, ImpossibleConfigsAreErrors) {
   c.head = "tag";
   c.n_classes = 1;
   EXPECT_NE(error_of(c).find("n_classes"), std::string::npos);
+  c = ModelConfig();  // lm is also the stand-in before a task sets the head: the trainer checks
+  c.tie_tag_head = true;
+  EXPECT_EQ(error_of(c), "");
+  c.head = "classify";
+  c.n_classes = 3;
+  EXPECT_NE(error_of(c).find("--tie-tag-head needs a tag head"), std::string::npos);
+  c.head = "tag";
+  c.vocab_size = 5;
+  c.n_classes = 6;
+  EXPECT_NE(error_of(c).find("n_classes <= vocab_size (got 6 classes, 5 tokens)"),
+            std::string::npos);
+  c.n_classes = 5;
+  EXPECT_EQ(error_of(c), "");
   EXPECT_EQ(error_of(ModelConfig()), "");
 }
 

@@ -146,3 +146,21 @@ TEST(Trainer, BadTrainingOptionsAreErrors) {
   s2.t.task = "nonesuch";
   EXPECT_THROW(train_model(s2.m, s2.t, s2.tr, tmp_dir("bad2"), false), seqlab::Error);
 }
+
+// --tie-tag-head trains a tag task (parity: 2 classes read by tokens 0 and 1) and is refused, once
+// the task is known, for a task whose head is not tag.
+TEST(Trainer, TiedTagHeadOnlyForTagTasks) {
+  RunSetup s("gru");
+  s.m.tie_tag_head = true;
+  const auto dir = tmp_dir("tied_tag");
+  train_model(s.m, s.t, s.tr, dir, false);
+  EXPECT_EQ(weights(dir).count("head.weight"), 0u);
+  s.t.task = "copy";
+  s.t.min_len = 2;
+  try {
+    train_model(s.m, s.t, s.tr, tmp_dir("tied_tag_lm"), false);
+    ADD_FAILURE() << "an lm task with --tie-tag-head trained";
+  } catch (const seqlab::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("copy's head is lm"), std::string::npos) << e.what();
+  }
+}

@@ -22,6 +22,9 @@ struct AddFlagsVisitor {
     // CLI11 would wrap "-1" into 2^64 - 1 for an unsigned field.
     if constexpr (std::is_unsigned_v<T> && !std::is_same_v<T, bool>)
       opt->check(CLI::NonNegativeNumber);
+    // A yes/no field is a flag that may also take a value: `--deq`, `--deq true`, `--deq=false`.
+    // expected(0) first marks the option flag-like, so a bare flag reads true, not its default.
+    if constexpr (std::is_same_v<T, bool>) opt->expected(0)->expected(0, 1);
   }
 };
 

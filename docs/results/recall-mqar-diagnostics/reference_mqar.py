@@ -11,6 +11,8 @@ Readouts (the one thing that changed the outcome):
                    is the value's index v, so class v is read by the embedding row of token v
   --target-token   tied as above, target = the value's token id K + v (Zoology's readout)
   --head-linear    an untied Linear(d, V - K) with bias over the value indices: seqlab's `tag` head
+  --tied-rows keys   tied, logits over the first V - K rows only (the key tokens'): a tied tagging head
+  --tied-rows values tied, logits over the value tokens' rows only: class v read by value token K + v
 
 Run with Debian's python3-torch: /usr/bin/python3 reference_mqar.py --pairs 8 --T 64 --lr 1e-3
 Prints the training loss and the accuracy on 256 held-out sequences of length T every 500 steps.
@@ -38,7 +40,12 @@ p.add_argument("--no-mlp", action="store_true")
 p.add_argument("--head-small", action="store_true", help="with --head-linear: weights N(0, 0.02), bias 0")
 p.add_argument("--head-linear", action="store_true", help="untied Linear(d, V/2) head with bias, as seqlab's tagging head")
 p.add_argument("--target-token", action="store_true", help="target = the value token id K+v")
+p.add_argument("--tied-rows", choices=["all", "keys", "values"], default="all",
+               help="tied readout over all embedding rows, or only the K key rows (class v = key token v: "
+                    "a tied tagging head), or only the value rows (class v = value token K+v)")
 a = p.parse_args()
+if a.tied_rows != "all" and (a.target_token or a.head_linear):
+    sys.exit("error: --tied-rows keys|values scores the value index; drop --target-token and --head-linear")
 torch.manual_seed(a.seed); random.seed(a.seed); torch.set_num_threads(1)
 K = a.vocab // 2; NV = a.vocab - K
 
@@ -82,7 +89,9 @@ class GPT(nn.Module):
     def forward(s, x):
         h = s.wte(x) + s.wpe(torch.arange(x.shape[1]))
         for b in s.blocks: h = b(h)
-        return s.head(s.ln(h)) if s.head is not None else s.ln(h) @ s.wte.weight.t()
+        if s.head is not None: return s.head(s.ln(h))
+        rows = {"all": s.wte.weight, "keys": s.wte.weight[:NV], "values": s.wte.weight[K:]}[a.tied_rows]
+        return s.ln(h) @ rows.t()
 
 net = GPT()
 opt = torch.optim.AdamW(net.parameters(), lr=a.lr, weight_decay=0.01)

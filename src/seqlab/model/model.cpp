@@ -86,7 +86,7 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
     if (!cfg_.tie_embeddings)
       head = register_module(
           "head", torch::nn::Linear(torch::nn::LinearOptions(D, cfg_.vocab_size).bias(false)));
-  } else {
+  } else if (!cfg_.tie_tag_head) {
     head = register_module("head", torch::nn::Linear(D, cfg_.n_classes));
   }
   const auto exit_layers = cfg_.exit_layers();
@@ -115,8 +115,9 @@ torch::Tensor SeqModelImpl::embed(const torch::Tensor& tokens, int64_t p0) {
 }
 
 torch::Tensor SeqModelImpl::project(const torch::Tensor& h) {
-  if (!head) return torch::matmul(h, wte->weight.t());  // [...,D] x [D,V] -> [...,V]
-  return head(h);                                       // [...,V or C]
+  if (head) return head(h);                                         // [...,V or C]
+  if (cfg_.head == "lm") return torch::matmul(h, wte->weight.t());  // [...,D] x [D,V] -> [...,V]
+  return torch::matmul(h, wte->weight.narrow(0, 0, cfg_.n_classes).t());  // tied tag: [...,C]
 }
 
 torch::Tensor SeqModelImpl::hidden(const torch::Tensor& tokens) {

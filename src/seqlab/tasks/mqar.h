@@ -12,6 +12,8 @@
 // through the keys in shuffled rounds, so each key is asked about equally often. P = cfg.n_pairs,
 // or T / 3 when that is 0 (then there are P queries, plus up to 2 repeats). Head tag with V - K
 // classes: the target at a query is its value's index (token - K); only the queries are scored.
+// With --tie-tag-head class v is read by token v's embedding row, i.e. by key v's: the readout
+// under which 2-layer softmax attention learns this task (docs/results/recall-mqar-diagnostics).
 // min_length: 3 with derived P, 2P + 1 with a fixed one. More pairs than keys is an error, whether
 // P is fixed (in the constructor) or derived from a long T (in sample()).
 #pragma once

@@ -59,10 +59,11 @@ Encoder::Encoder(SeqModel model, std::shared_ptr<const Tokenizer> tok, EncoderSp
   check_pooling(spec_.pooling);
   const auto& c = model_->config();
   SEQLAB_CHECK(
-      c.head == "tag" && c.vocab_size == tok_->vocab_size() + 2 && c.n_classes == c.vocab_size,
-      "not an encoder: the model needs a tag head over the tokenizer's {} tokens + 2 "
-      "(it has head {}, vocabulary {}, classes {})",
-      tok_->vocab_size(), c.head, c.vocab_size, c.n_classes);
+      c.head == "tag" && !c.tie_tag_head && c.vocab_size == tok_->vocab_size() + 2 &&
+          c.n_classes == c.vocab_size,
+      "not an encoder: the model needs an untied tag head over the tokenizer's {} tokens + 2 "
+      "(it has head {}{}, vocabulary {}, classes {})",
+      tok_->vocab_size(), c.head, c.tie_tag_head ? " (tied)" : "", c.vocab_size, c.n_classes);
   SEQLAB_CHECK(spec_.max_tokens >= 2 && spec_.max_tokens <= c.mixer.max_len,
                "encoder max_tokens {} must be in [2, the model's max_context {}]", spec_.max_tokens,
                c.mixer.max_len);
