@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 using namespace seqlab;
@@ -238,7 +239,19 @@ TEST(Suite, ChangedSpecOfAFinishedCellIsAnError) {
                                  grid_task("parity", 2, 8), grid_train(5, 8, 3e-3, 0), {8}, 8));
   const auto opt = tiny_suite_options(bin, "changed");
   EXPECT_EQ(run_suite(spec, opt).ran, 1);
+  // A spec written before a config field existed (here: without tie_tag_head, which defaults to
+  // false) is the same spec: the finished cell is skipped.
+  const auto spec_file = fs::path(opt.out) / "cells" / "parity_elman.json";
+  auto old_spec = nlohmann::json::parse(seqlab::read_file(spec_file.string()));
+  ASSERT_EQ(old_spec["model"].erase("tie_tag_head"), 1u);
+  std::ofstream(spec_file, std::ios::trunc) << old_spec.dump();
+  auto again = run_suite(spec, opt);
+  EXPECT_EQ(again.ran, 0);
+  EXPECT_EQ(again.skipped, 1);
   spec.cells[0]["train"]["steps"] = 6;
+  EXPECT_THROW(run_suite(spec, opt), seqlab::Error);
+  spec.cells[0]["train"]["steps"] = 5;
+  spec.cells[0]["model"]["tie_tag_head"] = true;  // a new field at another value is a change
   EXPECT_THROW(run_suite(spec, opt), seqlab::Error);
 }
 

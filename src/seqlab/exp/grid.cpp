@@ -1,5 +1,6 @@
 #include "seqlab/exp/grid.h"
 
+#include "seqlab/core/error.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/task.h"
 #include "seqlab/train/trainer.h"
@@ -47,6 +48,21 @@ nlohmann::json grid_train(int64_t steps, int64_t batch, double lr, uint64_t seed
   t.threads = 1;  // suites parallelise over cells, one worker process per core
   t.validate();
   return t.to_json();
+}
+
+nlohmann::json normalized_cell(nlohmann::json cell) {
+  auto through = [&cell](const char* key, auto read) {
+    auto it = cell.find(key);
+    if (it == cell.end() || !it->is_object()) return;
+    try {
+      *it = read(*it);
+    } catch (const Error&) {  // not this config: compare it as written
+    }
+  };
+  through("model", [](const nlohmann::json& j) { return ModelConfig::from_json(j, "").to_json(); });
+  through("task", [](const nlohmann::json& j) { return TaskConfig::from_json(j, "").to_json(); });
+  through("train", [](const nlohmann::json& j) { return TrainConfig::from_json(j, "").to_json(); });
+  return cell;
 }
 
 }  // namespace seqlab

@@ -5,6 +5,7 @@
 #include "seqlab/core/log.h"
 #include "seqlab/core/progress.h"
 #include "seqlab/exp/cell.h"
+#include "seqlab/exp/grid.h"
 #include "seqlab/exp/report.h"
 
 #include <fcntl.h>
@@ -145,7 +146,8 @@ bool ran_with_other_settings(const fs::path& cells_dir, const nlohmann::json& c,
                              const std::string& out) {
   const auto id = c.at("id").get<std::string>();
   const auto spec_file = cells_dir / (id + ".json");
-  if (!fs::exists(spec_file) || nlohmann::json::parse(read_file(spec_file.string())) == c)
+  if (!fs::exists(spec_file) ||
+      normalized_cell(nlohmann::json::parse(read_file(spec_file.string()))) == normalized_cell(c))
     return false;
   SEQLAB_CHECK(!fs::exists(cells_dir / (id + ".result.json")),
                "{}: cell {} already ran with other settings (e.g. --quick vs full); use another "
