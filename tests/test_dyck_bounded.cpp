@@ -116,6 +116,72 @@ TEST(DyckBounded, NegativesAreOneEditAwayAndHard) {
   EXPECT_GE(st.neg_depth_only, st.neg / 8);
 }
 
+// Logits [B,2] that pick class 1 where call[i] is true.
+torch::Tensor logits_for(const std::vector<bool>& call) {
+  auto l = torch::zeros({static_cast<int64_t>(call.size()), 2});
+  for (size_t i = 0; i < call.size(); ++i) l[static_cast<int64_t>(i)][call[i] ? 1 : 0] = 5.0;
+  return l;
+}
+
+TEST(DyckBounded, ScoreSplitsNegativesByTheirFault) {
+  TaskConfig c;  // k = 2, m = 2
+  DyckBoundedTask t{c};
+  const int64_t B = 300, T = 21;
+  auto b = t.sample(B, T, 11);
+  auto in = b.input.accessor<int64_t, 2>();
+  // Recount with the brute-force checker (types erased: k = 1 on the skeleton), and build four
+  // models' calls: the truth, "always member", a depth-blind one that accepts every matched
+  // string, and a type-blind one that accepts every string whose skeleton is in Dyck-(1, 2).
+  double pos = 0, deep = 0, type = 0, shape = 0;
+  std::vector<bool> truth, always(B, true), depth_blind, type_blind;
+  for (int64_t i = 0; i < B; ++i) {
+    std::vector<int64_t> s, skeleton;
+    for (int64_t j = 1; j < T; ++j) {  // odd T: one leading PAD
+      s.push_back(in[i][j]);
+      skeleton.push_back(in[i][j] < 2 ? 0 : 1);
+    }
+    const auto ck = check(s, 2, 2);
+    const bool shape_ok = check(skeleton, 1, 2).member;
+    pos += ck.member;
+    deep += !ck.member && ck.matched;
+    type += !ck.member && !ck.matched && shape_ok;
+    shape += !ck.member && !ck.matched && !shape_ok;
+    truth.push_back(ck.member);
+    depth_blind.push_back(ck.matched);
+    type_blind.push_back(shape_ok);
+  }
+  ASSERT_GT(deep, 0);
+  ASSERT_GT(type, 0);
+  ASSERT_GT(shape, 0);
+  auto st = t.score(logits_for(truth), b);
+  EXPECT_DOUBLE_EQ(st.accuracy, 1.0);
+  EXPECT_DOUBLE_EQ(st.extra.at("pos_share"), pos / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_depth_share"), deep / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_type_share"), type / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_shape_share"), shape / B);
+  for (auto k : {"pos", "neg_depth", "neg_type", "neg_shape"})
+    EXPECT_DOUBLE_EQ(st.extra.at(std::string(k) + "_right"),
+                     st.extra.at(std::string(k) + "_share"));
+
+  st = t.score(logits_for(always), b);
+  EXPECT_DOUBLE_EQ(st.extra.at("pos_right"), pos / B);
+  for (auto k : {"neg_depth", "neg_type", "neg_shape"})
+    EXPECT_DOUBLE_EQ(st.extra.at(std::string(k) + "_right"), 0.0);
+
+  st = t.score(logits_for(depth_blind), b);
+  EXPECT_DOUBLE_EQ(st.extra.at("pos_right"), pos / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_depth_right"), 0.0);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_type_right"), type / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_shape_right"), shape / B);
+  EXPECT_NEAR(st.accuracy, (pos + type + shape) / B, 1e-12);
+
+  st = t.score(logits_for(type_blind), b);
+  EXPECT_DOUBLE_EQ(st.extra.at("pos_right"), pos / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_type_right"), 0.0);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_depth_right"), deep / B);
+  EXPECT_DOUBLE_EQ(st.extra.at("neg_shape_right"), shape / B);
+}
+
 TEST(DyckBounded, DeterministicPerSeed) {
   DyckBoundedTask t{TaskConfig()};
   auto a = t.sample(8, 16, 3), b = t.sample(8, 16, 3), d = t.sample(8, 16, 4);

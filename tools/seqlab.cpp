@@ -176,6 +176,16 @@ void cmd_eval(const EvalArgs& a) {
   fmt::print(
       "(blind: accuracy of always guessing the most frequent class at each scored position, on "
       "the same sequences; - where the length alone fixes the answer)\n");
+  // The task's own metrics (see its header), one line per length.
+  for (const auto& r : results) {
+    std::string kv;
+    for (auto it = r.begin(); it != r.end(); ++it)
+      if (it.value().is_number_float() && it.key() != "accuracy" && it.key() != "seq_accuracy" &&
+          it.key() != "loss" && it.key() != "blind_accuracy")
+        kv +=
+            fmt::format("{}{} {:.4f}", kv.empty() ? "" : ", ", it.key(), it.value().get<double>());
+    if (!kv.empty()) fmt::print("length {}: {}\n", r["length"].get<int64_t>(), kv);
+  }
 }
 
 int run(int argc, char** argv, bool parse_only) {

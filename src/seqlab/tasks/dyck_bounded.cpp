@@ -12,18 +12,37 @@ DyckBoundedTask::DyckBoundedTask(const TaskConfig& cfg) : n_types_(cfg.n_types),
   SEQLAB_CHECK(depth_ >= 1, "dyck_bounded: --depth must be at least 1, got {}", depth_);
 }
 
-bool DyckBoundedTask::is_member(const std::vector<int64_t>& s) const {
+namespace {
+
+// Balanced and matched, with nesting depth at most m (m < 0: any depth).
+bool in_dyck(const std::vector<int64_t>& s, int64_t k, int64_t m) {
   std::vector<int64_t> stack;
   for (int64_t x : s) {
-    if (x < n_types_) {
+    if (x < k) {
       stack.push_back(x);
-      if (static_cast<int64_t>(stack.size()) > depth_) return false;
+      if (m >= 0 && static_cast<int64_t>(stack.size()) > m) return false;
     } else {
-      if (stack.empty() || stack.back() != x - n_types_) return false;
+      if (stack.empty() || stack.back() != x - k) return false;
       stack.pop_back();
     }
   }
   return stack.empty();
+}
+
+}  // namespace
+
+bool DyckBoundedTask::is_member(const std::vector<int64_t>& s) const {
+  return in_dyck(s, n_types_, depth_);
+}
+
+bool DyckBoundedTask::is_matched(const std::vector<int64_t>& s) const {
+  return in_dyck(s, n_types_, -1);
+}
+
+bool DyckBoundedTask::is_shape_member(const std::vector<int64_t>& s) const {
+  std::vector<int64_t> shape(s.size());
+  for (size_t i = 0; i < s.size(); ++i) shape[i] = s[i] < n_types_ ? 0 : 1;
+  return in_dyck(shape, 1, depth_);
 }
 
 namespace {
@@ -117,6 +136,33 @@ Batch DyckBoundedTask::sample(int64_t batch, int64_t length, uint64_t seed) cons
   b.target = torch::tensor(labels, torch::kLong);  // [B]
   b.mask = b.input.ne(pad());                      // [B,T] the brackets
   return b;
+}
+
+Score DyckBoundedTask::score(const torch::Tensor& logits, const Batch& b) const {
+  torch::NoGradGuard ng;
+  Score s = Task::score(logits, b);
+  const auto in = b.input.contiguous();              // [B,T]
+  const auto pred = logits.argmax(-1).contiguous();  // [B]
+  const auto tg = b.target.contiguous();             // [B]
+  const int64_t B = in.size(0), T = in.size(1);
+  const int64_t* ip = in.data_ptr<int64_t>();
+  // Per kind: sequences of the kind, and those classified right.
+  const char* names[] = {"pos", "neg_depth", "neg_type", "neg_shape"};
+  double count[4] = {0, 0, 0, 0}, right[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < B; ++i) {
+    std::vector<int64_t> str;
+    for (int64_t j = 0; j < T; ++j)
+      if (ip[i * T + j] != pad()) str.push_back(ip[i * T + j]);
+    const int64_t y = tg.data_ptr<int64_t>()[i];
+    const int kind = y == 1 ? 0 : is_matched(str) ? 1 : is_shape_member(str) ? 2 : 3;
+    count[kind] += 1;
+    right[kind] += pred.data_ptr<int64_t>()[i] == y;
+  }
+  for (int c = 0; c < 4; ++c) {
+    s.extra[std::string(names[c]) + "_share"] = count[c] / static_cast<double>(B);
+    s.extra[std::string(names[c]) + "_right"] = right[c] / static_cast<double>(B);
+  }
+  return s;
 }
 
 }  // namespace seqlab

@@ -20,6 +20,18 @@
 //   type  (25%) change the type of one bracket (k >= 2): counts intact, one pair mismatched;
 //   flip  (15%) turn one open into a close or back: the counts no longer agree.
 // A kind that the string does not admit falls back to the next one; every negative is checked.
+//
+// score() adds, beside accuracy, which examples a model gets right, split by what the string
+// is rather than by the edit that made it (a swap can also give a string whose only fault is its
+// depth or its types). As shares of all scored sequences, so that they average exactly over
+// batches (X_share: the kind's share of the sequences; X_right: the share that are of the kind
+// and classified right; the accuracy on a kind is X_right / X_share):
+//   pos          members;
+//   neg_depth    negatives that are balanced and matched (in Dyck-k) but deeper than m;
+//   neg_type     negatives whose open/close skeleton is in Dyck-(1, m): only the types mismatch;
+//   neg_shape    the rest: the skeleton itself is unbalanced, dips below zero or is too deep.
+// A model that checks the depth bound but not the bracket types scores ~0 on neg_type and ~1 on
+// the rest; one that checks matching but not the depth, ~0 on neg_depth.
 #pragma once
 
 #include "seqlab/tasks/task.h"
@@ -38,10 +50,15 @@ class DyckBoundedTask : public Task {
   int64_t n_classes() const override { return 2; }
   int64_t min_length() const override { return 2; }
   Batch sample(int64_t batch, int64_t length, uint64_t seed) const override;
+  Score score(const torch::Tensor& logits, const Batch& b) const override;
 
   int64_t pad() const { return 2 * n_types_; }
   // Whether s (bracket ids only) is in Dyck-(k, m).
   bool is_member(const std::vector<int64_t>& s) const;
+  // Whether s is balanced and matched, whatever its depth (in Dyck-k).
+  bool is_matched(const std::vector<int64_t>& s) const;
+  // Whether s with its types erased (every open the same, every close the same) is in Dyck-(1, m).
+  bool is_shape_member(const std::vector<int64_t>& s) const;
 
  private:
   std::vector<int64_t> one_edit(std::mt19937_64& rng, std::vector<int64_t> s) const;
