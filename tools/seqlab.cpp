@@ -143,6 +143,7 @@ void cmd_eval(const EvalArgs& a) {
     SEQLAB_CHECK(L >= task->min_length(), "--lengths: {} is below task {}'s minimum length {}", L,
                  tc.task, task->min_length());
   nlohmann::json results = nlohmann::json::array();
+  std::vector<std::string> extra_lines;  // the task's own metrics, one line per length
   for (auto L : lengths) {
     auto r = evaluate(*lm.model, *task, L, a.n, a.batch, seed, parse_split(a.split));
     nlohmann::json row = {{"length", r.length},
@@ -153,7 +154,12 @@ void cmd_eval(const EvalArgs& a) {
     if (task->has_blind_baseline())
       row["blind_accuracy"] =
           evaluate_blind(*task, L, a.n, a.batch, seed, parse_split(a.split)).accuracy;
-    for (const auto& [k, v] : r.extra) row[k] = v;
+    std::string kv;
+    for (const auto& [k, v] : r.extra) {
+      row[k] = v;
+      kv += fmt::format("{}{} {:.4f}", kv.empty() ? "" : ", ", k, v);
+    }
+    if (!kv.empty()) extra_lines.push_back(fmt::format("length {}: {}", r.length, kv));
     results.push_back(row);
   }
   if (a.json) {
@@ -176,16 +182,7 @@ void cmd_eval(const EvalArgs& a) {
   fmt::print(
       "(blind: accuracy of always guessing the most frequent class at each scored position, on "
       "the same sequences; - where the length alone fixes the answer)\n");
-  // The task's own metrics (see its header), one line per length.
-  for (const auto& r : results) {
-    std::string kv;
-    for (auto it = r.begin(); it != r.end(); ++it)
-      if (it.value().is_number_float() && it.key() != "accuracy" && it.key() != "seq_accuracy" &&
-          it.key() != "loss" && it.key() != "blind_accuracy")
-        kv +=
-            fmt::format("{}{} {:.4f}", kv.empty() ? "" : ", ", it.key(), it.value().get<double>());
-    if (!kv.empty()) fmt::print("length {}: {}\n", r["length"].get<int64_t>(), kv);
-  }
+  for (const auto& line : extra_lines) fmt::print("{}\n", line);  // see the task's header
 }
 
 int run(int argc, char** argv, bool parse_only) {

@@ -145,7 +145,8 @@ Score DyckBoundedTask::score(const torch::Tensor& logits, const Batch& b) const 
   const auto pred = logits.argmax(-1).contiguous();  // [B]
   const auto tg = b.target.contiguous();             // [B]
   const int64_t B = in.size(0), T = in.size(1);
-  const int64_t* ip = in.data_ptr<int64_t>();
+  const int64_t *ip = in.data_ptr<int64_t>(), *pp = pred.data_ptr<int64_t>(),
+                *yp = tg.data_ptr<int64_t>();
   // Per kind: sequences of the kind, and those classified right.
   const char* names[] = {"pos", "neg_depth", "neg_type", "neg_shape"};
   double count[4] = {0, 0, 0, 0}, right[4] = {0, 0, 0, 0};
@@ -153,10 +154,9 @@ Score DyckBoundedTask::score(const torch::Tensor& logits, const Batch& b) const 
     std::vector<int64_t> str;
     for (int64_t j = 0; j < T; ++j)
       if (ip[i * T + j] != pad()) str.push_back(ip[i * T + j]);
-    const int64_t y = tg.data_ptr<int64_t>()[i];
-    const int kind = y == 1 ? 0 : is_matched(str) ? 1 : is_shape_member(str) ? 2 : 3;
+    const int kind = yp[i] == 1 ? 0 : is_matched(str) ? 1 : is_shape_member(str) ? 2 : 3;
     count[kind] += 1;
-    right[kind] += pred.data_ptr<int64_t>()[i] == y;
+    right[kind] += pp[i] == yp[i];
   }
   for (int c = 0; c < 4; ++c) {
     s.extra[std::string(names[c]) + "_share"] = count[c] / static_cast<double>(B);
