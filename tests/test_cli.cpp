@@ -184,8 +184,20 @@ TEST(Cli, KilledRunResumesBitwiseExactly) {
     const pid_t pid =
         start_cli(split(kill_no == 0 ? args + "--out " + part : "train --resume -q --out " + part));
     if (kill_no == 0) {
-      for (int i = 0; i < 4000 && !fs::exists(state); ++i)
+      // Wait for the first checkpoint however slow the machine (a bound on the number of polls
+      // made this flaky on a loaded 2-core machine); give up only if the run exits first.
+      bool exited = false;
+      const auto limit = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+      while (!fs::exists(state) && !exited && std::chrono::steady_clock::now() < limit) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        exited = waitpid(pid, nullptr, WNOHANG) == pid;
+      }
+      ASSERT_FALSE(exited) << "the run exited before its first checkpoint";
+      if (!fs::exists(state)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        FAIL() << "no checkpoint within 5 minutes";
+      }
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % 20000));
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % (run_us + 1)));

@@ -70,6 +70,36 @@ TEST(Report, InputBlindRowAveragesSeedsOnce) {
   EXPECT_EQ(report_tables({row("lstm", 0, 40, 1.0)}).find("input-blind"), std::string::npos);
 }
 
+// Per-kind accuracy is right / share for each seed, then mean (best) over seeds; a kind with no
+// examples in a seed's test set gives that seed no value; a share without its "_right" twin, or
+// a row with neither, adds no column.
+TEST(Report, KindsTableDividesRightByShareAndAveragesSeeds) {
+  auto a = row("lstm", 0, 40, 0.75);
+  a["pos_share"] = 0.5;
+  a["pos_right"] = 0.5;  // 1.0 on members
+  a["neg_type_share"] = 0.25;
+  a["neg_type_right"] = 0.05;  // 0.2
+  a["orphan_share"] = 0.25;    // no orphan_right: not a kind
+  auto b = row("lstm", 1, 40, 0.9);
+  b["pos_share"] = 0.6;
+  b["pos_right"] = 0.48;  // 0.8
+  b["neg_type_share"] = 0.0;
+  b["neg_type_right"] = 0.0;  // absent kind: no accuracy for seed 1
+  auto md = report_tables({a, b, row("softmax", 0, 40, 0.5)});
+  EXPECT_NE(md.find("By kind of test example"), std::string::npos) << md;
+  EXPECT_NE(md.find("| arch | d_model | n_layer | seeds | test length | neg_type | pos |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| lstm | 32 | 1 | 2 | 40 | 0.200 | 0.900 (1.000) ✓ |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| *share of test set* | | | | 40 | *0.125* | *0.550* |"), std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("orphan"), std::string::npos) << md;
+  EXPECT_EQ(md.find("| softmax | 32 | 1 | 1 | 40 | |"), std::string::npos) << md;
+  // Rows without kinds: no such table.
+  EXPECT_EQ(report_tables({row("lstm", 0, 40, 1.0)}).find("By kind"), std::string::npos);
+}
+
 TEST(Report, ShellQuoteSurvivesQuotesAndSpaces) {
   EXPECT_EQ(shell_quote("a b"), "'a b'");
   EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <string_view>
 
 namespace seqlab {
 
@@ -26,6 +27,10 @@ struct Group {
   int64_t train_length = 0;
   std::map<int64_t, std::vector<double>> acc;       // test length -> one accuracy per seed
   std::map<int64_t, std::vector<double>> accepted;  // the same for anbn's "accepted", if any
+  // Tasks that score by kind of example (dyck_bounded's <kind>_share / <kind>_right, shares of
+  // all test sequences): test length -> kind -> one accuracy (right / share) per seed, and the
+  // kind's share of the test set per seed.
+  std::map<int64_t, std::map<std::string, std::vector<double>>> kind_acc, kind_share;
   std::set<uint64_t> seeds;
 };
 
@@ -40,6 +45,25 @@ std::vector<std::string> task_order(const std::vector<nlohmann::json>& rows) {
     if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
   }
   return order;
+}
+
+constexpr std::string_view kShareSuffix = "_share", kRightSuffix = "_right";
+
+// Adds the row's per-kind accuracies: every "<kind>_share" that has a "<kind>_right" beside it.
+// A kind absent from this test set (share 0) has no accuracy and is skipped.
+void add_kinds(const nlohmann::json& r, Group& g) {
+  const int64_t L = r.at("test_length").get<int64_t>();
+  for (const auto& [key, val] : r.items()) {
+    if (key.size() <= kShareSuffix.size() ||
+        key.compare(key.size() - kShareSuffix.size(), kShareSuffix.size(), kShareSuffix) != 0)
+      continue;
+    const std::string kind = key.substr(0, key.size() - kShareSuffix.size());
+    const std::string right_key = kind + std::string(kRightSuffix);
+    if (!val.is_number() || !r.contains(right_key)) continue;
+    const double share = val.get<double>();
+    g.kind_share[L][kind].push_back(share);
+    if (share > 0) g.kind_acc[L][kind].push_back(r.at(right_key).get<double>() / share);
+  }
 }
 
 std::map<Key, Group> group_rows(const std::vector<nlohmann::json>& rows) {
@@ -64,6 +88,7 @@ std::map<Key, Group> group_rows(const std::vector<nlohmann::json>& rows) {
     if (r.contains("accepted"))
       g.accepted[r.at("test_length").get<int64_t>()].push_back(r.at("accepted").get<double>());
     g.seeds.insert(r.at("seed").get<uint64_t>());
+    add_kinds(r, g);
   }
   return groups;
 }
@@ -272,6 +297,46 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
   return md;
 }
 
+// One row per (configuration, test length) that has per-kind scores, one column per kind: the
+// accuracy on that kind, mean over seeds (best seed); then each length's share of every kind.
+std::string kinds_table(const std::vector<const Group*>& gs) {
+  std::set<std::string> kinds;
+  std::map<int64_t, std::map<std::string, std::vector<double>>> shares;
+  for (auto* g : gs)
+    for (auto& [L, by_kind] : g->kind_share)
+      for (auto& [kind, v] : by_kind) {
+        kinds.insert(kind);
+        auto& all = shares[L][kind];
+        all.insert(all.end(), v.begin(), v.end());
+      }
+  if (kinds.empty()) return "";
+  std::string s = "| arch | d_model | n_layer | seeds | test length |";
+  for (auto& k : kinds) s += fmt::format(" {} |", k);
+  s += "\n|---|---|---|---|---|";
+  for (size_t i = 0; i < kinds.size(); ++i) s += "---|";
+  s += "\n";
+  for (auto* g : gs)
+    for (auto& [L, by_kind] : g->kind_share) {
+      s += fmt::format("| {} | {} | {} | {} | {} |", g->arch, g->d_model, g->n_layer,
+                       g->seeds.size(), L);
+      const auto acc = g->kind_acc.find(L);
+      for (auto& k : kinds) {
+        std::string cell;
+        if (acc != g->kind_acc.end())
+          if (auto it = acc->second.find(k); it != acc->second.end()) cell = acc_cell(it->second);
+        s += " " + cell + " |";
+      }
+      s += "\n";
+    }
+  for (auto& [L, by_kind] : shares) {
+    s += fmt::format("| *share of test set* | | | | {} |", L);
+    for (auto& k : kinds)
+      s += by_kind.count(k) ? fmt::format(" *{:.3f}* |", mean(by_kind.at(k))) : " |";
+    s += "\n";
+  }
+  return s;
+}
+
 }  // namespace
 
 std::string report_tables(const std::vector<nlohmann::json>& rows) {
@@ -307,6 +372,11 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
           "probability above the threshold.\n\n{}\n",
           table_for(ptrs, false));
     }
+    if (const auto kt = kinds_table(plain); !kt.empty())
+      md += fmt::format(
+          "By kind of test example: accuracy on each kind (right / its share of the test "
+          "sequences), mean over seeds (best seed); the last rows give each kind's share.\n\n{}\n",
+          kt);
     if (!sat.empty())
       md += fmt::format(
           "Saturation: after training, the weights and biases of the recurrence (w_ih, "

@@ -2,7 +2,9 @@
 //
 // Tables: for every task, one row per (arch, d_model, n_layer) with the accuracy at each test
 // length as mean over seeds (best seed in parentheses); a cell is marked ✓ when the mean reaches
-// the success threshold of 90%. Saturation rows (saturation_scale set) get their own table.
+// the success threshold of 90%. Saturation rows (saturation_scale set) get their own table; so
+// do anbn's "accepted" and, for tasks that score by kind of example (<kind>_share and
+// <kind>_right, e.g. dyck_bounded's members and three kinds of negatives), the accuracy per kind.
 // Plots (gnuplot, SVG and PNG): accuracy against test length per architecture, one per task; and
 // for the spec's heatmap tasks, accuracy over width × test length, one per architecture.
 #pragma once
