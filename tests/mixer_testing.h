@@ -31,6 +31,18 @@ inline std::string head_values(const torch::Tensor& t, int64_t n = 6) {
 }
 
 // Max |a - b| with a readable failure message when it exceeds tol.
+// Max |a - b| / max |ref| (a fast result a against its LibTorch reference ref), with both
+// tensors' first values on failure.
+inline ::testing::AssertionResult rel_close(const torch::Tensor& a, const torch::Tensor& ref,
+                                            double tol, const std::string& what) {
+  const double scale = std::max(ref.abs().max().item<double>(), 1e-6);
+  const double err = (a.to(torch::kDouble) - ref.to(torch::kDouble)).abs().max().item<double>();
+  if (err / scale <= tol) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << what << ": max |diff| " << err << " = " << err / scale << " of the scale " << scale
+         << " > " << tol << "\n  fast:  " << head_values(a) << "\n  torch: " << head_values(ref);
+}
+
 inline ::testing::AssertionResult all_close(const torch::Tensor& a, const torch::Tensor& b,
                                             double tol, const std::string& what = "") {
   if (a.sizes() != b.sizes())

@@ -1,7 +1,7 @@
 // DefSent and DefSent+: the examples each builds from a dictionary, entry embeddings as means of
 // definition embeddings, whitening to identity covariance, and that both objectives lower their
 // loss on a tiny setup (DefSent leaving its prediction layer untouched).
-#include "seqlab/train/defsent.h"
+#include "seqlab/methods/defsent.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/text/bpe_trainer.h"

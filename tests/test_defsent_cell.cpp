@@ -7,7 +7,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/exp/suite.h"
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/encoder.h"
 
 #include "dictionary_testing.h"
 

@@ -5,7 +5,7 @@
 #include "seqlab/model/model.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
-#include "seqlab/train/classify_eval.h"
+#include "seqlab/methods/classify_eval.h"
 #include "seqlab/train/trainer.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // seqlab embed and embed-eval from the command line: JSONL and .npy output equal the encoder's
 // own embeddings of each line; bad input is one "error:" line and exit code 2.
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/encoder.h"
 
 #include "cli_testing.h"
 #include "dictionary_testing.h"

@@ -1,6 +1,6 @@
 // The embedding measures: MRR / recall@k on hand-made rankings, isotropy recomputed by hand on a
 // three-point cloud, and the WordNet benchmark sets (held-out queries, gold entries, pairs).
-#include "seqlab/train/embed_eval.h"
+#include "seqlab/methods/embed_eval.h"
 
 #include "seqlab/core/error.h"
 

@@ -1,7 +1,7 @@
 // The sentence encoder: tokens with [CLS], the three poolings recomputed from the hidden states,
 // batched embedding equal to one text at a time (no padding leaks in), and a model directory that
 // carries its BPE tokenizer and loads back to the same embeddings.
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/encoder.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/model/model_dir.h"

@@ -76,17 +76,6 @@ void perturb(torch::nn::Module& m, uint64_t seed, double scale = 0.2) {
   for (auto& p : m.parameters()) p.add_(torch::randn_like(p) * scale);
 }
 
-// Max |a - b| / max |ref| over one token's values, with both rows' first values on failure.
-::testing::AssertionResult rel_close(const torch::Tensor& a, const torch::Tensor& ref, double tol,
-                                     const std::string& what) {
-  const double scale = std::max(ref.abs().max().item<double>(), 1e-6);
-  const double err = (a.to(torch::kDouble) - ref.to(torch::kDouble)).abs().max().item<double>();
-  if (err / scale <= tol) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << ": max |diff| " << err << " = " << err / scale << " of the scale " << scale
-         << " > " << tol << "\n  fast:  " << head_values(a) << "\n  torch: " << head_values(ref);
-}
-
 // What one fast run leaves behind.
 struct FastRun {
   torch::Tensor y;      // [T,D]

@@ -1,6 +1,6 @@
 // Masked-LM pretraining: length batches cover every text once and group neighbours in length;
 // training lowers the masked-LM loss on its texts.
-#include "seqlab/train/mlm.h"
+#include "seqlab/methods/mlm.h"
 
 #include "seqlab/core/error.h"
 

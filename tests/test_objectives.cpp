@@ -1,12 +1,12 @@
-// Pretraining objectives (train/objectives.h) and downstream evaluation (train/downstream.h):
+// Pretraining objectives (methods/objectives.h) and downstream evaluation (methods/downstream.h):
 // which objective fits which architecture, what every batch holds (checked against the corpus
 // generator sentence by sentence), equal token positions per step, and that pretraining and
 // finetuning learn.
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/tasks/task.h"
-#include "seqlab/train/downstream.h"
+#include "seqlab/methods/downstream.h"
 
 #include <gtest/gtest.h>
 

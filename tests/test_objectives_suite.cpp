@@ -1,7 +1,7 @@
 // The `objectives` suite (exp/suites/objectives.cpp): its grid, and its report computed from
 // hand-made rows whose means and standard deviations are known.
 #include "seqlab/exp/suite.h"
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 #include "seqlab/exp/defsent_cell.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/model/adapters.h"
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 #include "seqlab/train/trainer.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/registry.h"

@@ -6,7 +6,7 @@
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
-#include "seqlab/train/classify_eval.h"
+#include "seqlab/methods/classify_eval.h"
 #include "seqlab/train/trainer.h"
 
 #include <fmt/format.h>

@@ -1,13 +1,13 @@
-// seqlab embed: sentence embeddings from an encoder directory (train/encoder.h), one per input
+// seqlab embed: sentence embeddings from an encoder directory (methods/encoder.h), one per input
 // line, as JSONL (a JSON array per line) or a float32 .npy [N, D]; and seqlab embed-eval: the
-// WordNet measures of train/embed_eval.h (reverse dictionary, Wu–Palmer proxy, isotropy).
+// WordNet measures of methods/embed_eval.h (reverse dictionary, Wu–Palmer proxy, isotropy).
 #include "commands.h"
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
 #include "seqlab/text/dictionary.h"
-#include "seqlab/train/embed_eval.h"
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/embed_eval.h"
+#include "seqlab/methods/encoder.h"
 
 #include <fmt/format.h>
 

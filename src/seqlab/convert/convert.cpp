@@ -4,6 +4,8 @@
 #include "seqlab/core/log.h"
 #include "seqlab/core/progress.h"
 #include "seqlab/mixers/linear_attention.h"
+#include "seqlab/mixers/feature_maps/registry.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/train/optim.h"
 
@@ -15,9 +17,8 @@ void ConvertConfig::validate() const {
   MixerConfig probe;
   probe.arch = to;
   probe.validate();  // unknown names are an error listing the known ones
-  SEQLAB_CHECK(probe.arch == "linear",
-               "--to must name a linear-attention feature map (t2r, hedgehog, elu1, relu, rfa, "
-               "performer), got '{}'",
+  SEQLAB_CHECK(arch_entry(probe.arch).traits.feature_map,
+               "--to must name a linear-attention feature map ({}), got '{}'", feature_map_names(),
                to);
   SEQLAB_CHECK(d_feature >= 0, "--d-feature must be >= 0, got {}", d_feature);
   SEQLAB_CHECK(distill_steps >= 0, "--distill-steps must be >= 0, got {}", distill_steps);
@@ -59,7 +60,7 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
   SEQLAB_CHECK(tc.mixer.arch == "softmax",
                "convert: the model is not a softmax-attention model (its mixer is '{}'); only "
                "softmax Transformers are converted",
-               tc.mixer.arch == "linear" ? "linear (" + tc.mixer.feature_map + ")" : tc.mixer.arch);
+               arch_label(tc.mixer));
   SEQLAB_CHECK(tc.mixer.causal,
                "convert: the model is bidirectional; only causal models become RNNs");
   SEQLAB_CHECK(!teacher.adapters, "convert: merge the model's adapters first (finetune --merge)");

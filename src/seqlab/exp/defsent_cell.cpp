@@ -3,8 +3,8 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/text/bpe_trainer.h"
-#include "seqlab/train/defsent.h"
-#include "seqlab/train/embed_eval.h"
+#include "seqlab/methods/defsent.h"
+#include "seqlab/methods/embed_eval.h"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Cells of the `defsent` suite (exp/suites/defsent.cpp), kind "defsent": sentence embeddings from
-// WordNet definitions (train/defsent.h), measured by train/embed_eval.h.
+// WordNet definitions (methods/defsent.h), measured by methods/embed_eval.h.
 //
 //   {"id", "kind": "defsent", "stage": "mlm" | "defsent" | "defsent_plus", "label", "seed",
 //    "model": ModelConfig (the encoder's arch and size; made bidirectional),

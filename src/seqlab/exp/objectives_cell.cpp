@@ -7,7 +7,7 @@
 #include "seqlab/core/log.h"
 #include "seqlab/core/safetensors.h"
 #include "seqlab/tasks/task.h"
-#include "seqlab/train/downstream.h"
+#include "seqlab/methods/downstream.h"
 
 #include <chrono>
 #include <filesystem>

@@ -1,7 +1,7 @@
 // Cells of the `objectives` suite (exp/suites/objectives.cpp), kind "objectives": pretrain one
-// model with one objective on the synthetic multilingual corpus (train/objectives.h), then probe
+// model with one objective on the synthetic multilingual corpus (methods/objectives.h), then probe
 // and finetune it on part-of-speech tagging and sentence classification in every language
-// (train/downstream.h).
+// (methods/downstream.h).
 //
 //   {"id", "kind": "objectives", "config": {ObjectivesConfig}}
 //
@@ -16,7 +16,7 @@
 // only that stage.
 #pragma once
 
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,13 +1,14 @@
 #include "seqlab/infer/bench.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/rng.h"
 #include "seqlab/infer/engine.h"
 #include "seqlab/infer/fast_model.h"
 #include "seqlab/infer/kernels.h"
 #include "seqlab/infer/roofline.h"
 #include "seqlab/infer/sampler.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
-#include "seqlab/tasks/task.h"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -134,7 +135,7 @@ ModelInfo inspect_model(const std::string& dir, bool want_fast, const DecodeBenc
                "bench decode: {} is not a causal language model (head '{}')", dir, mc.head);
   if (lm.model->adapters) lm.model->merge_adapters();
   ModelInfo info;
-  info.arch = mc.mixer.arch == "linear" ? "linear (" + mc.mixer.feature_map + ")" : mc.mixer.arch;
+  info.arch = arch_label(mc.mixer);
   info.limit = max_sequence(*lm.model);
   if (want_fast) {
     info.fast_error = fast_support(*lm.model);

@@ -3,6 +3,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/safetensors.h"
 #include "seqlab/infer/fast_model.h"
+#include "seqlab/mixers/registry.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -149,7 +150,7 @@ int64_t max_sequence(SeqModelImpl& model) {
   const auto& cfg = model.config();
   const bool positions =
       cfg.resolved_pos(model.blocks->ptr<BlockImpl>(0)->mixer->needs_positions()) != "none";
-  return positions || cfg.mixer.arch == "softmax" ? cfg.mixer.max_len : -1;
+  return positions || arch_entry(cfg.mixer.arch).traits.kv_cache ? cfg.mixer.max_len : -1;
 }
 
 }  // namespace seqlab::infer

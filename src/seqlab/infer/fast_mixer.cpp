@@ -1,6 +1,7 @@
 #include "seqlab/infer/fast_mixer.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/mixers/registry.h"
 
 #include <fmt/format.h>
 
@@ -24,15 +25,9 @@ Dense::Dense(const Weights& wt, const std::string& name, int64_t out_, int64_t i
 
 std::unique_ptr<FastMixer> make_fast_mixer(const MixerConfig& cfg, const Weights& w) {
   SEQLAB_CHECK(cfg.causal, "fast decoder: a bidirectional mixer has no recurrent form");
-  if (cfg.arch == "softmax") return make_fast_softmax(cfg, w);
-  if (cfg.arch == "linear") return make_fast_linear(cfg, w);
-  if (cfg.arch == "elman") return make_fast_elman(cfg, w);
-  if (cfg.arch == "gru") return make_fast_gru(cfg, w);
-  if (cfg.arch == "lstm") return make_fast_lstm(cfg, w);
-  if (cfg.arch == "qrnn") return make_fast_qrnn(cfg, w);
-  if (cfg.arch == "s4d") return make_fast_s4d(cfg, w);
-  if (cfg.arch == "mamba") return make_fast_mamba(cfg, w);
-  fail("fast decoder: no fast form for mixer '{}'", cfg.arch);
+  const auto& entry = arch_entry(cfg.arch);
+  SEQLAB_CHECK(entry.make_fast, "fast decoder: no fast form for mixer '{}'", cfg.arch);
+  return entry.make_fast(cfg, w);
 }
 
 }  // namespace seqlab::infer

@@ -64,17 +64,9 @@ class FastMixer {
   virtual int64_t prefill_scratch_size(int64_t n) const { return scratch_size(); }
 };
 
-// Builds the fast twin of cfg's mixer from its weights; a mixer without one is a seqlab::Error.
+// Builds the fast twin of cfg's mixer from its weights, through the architecture registry
+// (mixers/registry.h; each infer/mixers/<name>.cpp registers its factory). A mixer without one is
+// a seqlab::Error.
 std::unique_ptr<FastMixer> make_fast_mixer(const MixerConfig& cfg, const Weights& w);
-
-// One factory per mixer file (infer/mixers/<name>.cpp).
-std::unique_ptr<FastMixer> make_fast_softmax(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_linear(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_elman(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_gru(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_lstm(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_qrnn(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_s4d(const MixerConfig& cfg, const Weights& w);
-std::unique_ptr<FastMixer> make_fast_mamba(const MixerConfig& cfg, const Weights& w);
 
 }  // namespace seqlab::infer

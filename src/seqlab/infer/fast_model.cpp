@@ -2,6 +2,7 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/safetensors.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 
 #include <fmt/format.h>
@@ -22,9 +23,6 @@ const std::set<std::string> kFastFields = {
     "chunk-size",     "causal",      "qrnn-window", "qrnn-pooling", "expand",     "d-conv",
     "max-context",    "init-seed",   "n-layer",     "mlp-ratio",    "activation", "pos",
     "tie-embeddings", "vocab-size",  "head",        "n-classes",    "pooling"};
-
-const std::set<std::string> kFastArchs = {"softmax", "linear", "elman", "gru",
-                                          "lstm",    "qrnn",   "s4d",   "mamba"};
 
 // Finds the first field outside kFastFields whose value is not its default.
 struct NewFieldVisitor {
@@ -51,7 +49,8 @@ std::string fast_support(const ModelConfig& cfg) {
   if (cfg.head != "lm")
     return fmt::format("its head is '{}' (the fast decoder runs lm heads only)", cfg.head);
   if (!cfg.mixer.causal) return "its mixer is bidirectional (no recurrent form)";
-  if (!kFastArchs.count(cfg.mixer.arch))
+  const auto* arch = find_arch(cfg.mixer.arch);
+  if (!arch || !arch->make_fast)
     return fmt::format("mixer '{}' has no fast form", cfg.mixer.arch);
   if (cfg.activation != "gelu" && cfg.activation != "gelu_tanh")
     return fmt::format("MLP activation '{}' has no fast form", cfg.activation);

@@ -5,6 +5,7 @@
 #include "seqlab/infer/engine.h"
 #include "seqlab/infer/fast_model.h"
 #include "seqlab/infer/kernels.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 
 #include <fmt/format.h>
@@ -142,7 +143,7 @@ double best_rate(Work work, Units units, int64_t n, int reps, double min_seconds
 }
 
 std::string arch_name(const ModelConfig& mc) {
-  return mc.mixer.arch == "linear" ? "linear (" + mc.mixer.feature_map + ")" : mc.mixer.arch;
+  return arch_label(mc.mixer);
 }
 
 std::string size_name(int64_t bytes) {
@@ -171,7 +172,7 @@ TokenCost token_cost(SeqModelImpl& model, int64_t p) {
     }
   }
   int64_t state = 0, state_flops = 0;
-  if (cfg.mixer.arch == "softmax") {
+  if (arch_entry(cfg.mixer.arch).traits.kv_cache) {
     state = 2 * (p + 1) * D * cfg.n_layer;  // keys and values of p + 1 tokens
     state_flops = 4 * (p + 1) * D * cfg.n_layer;
   } else {

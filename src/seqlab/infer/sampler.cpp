@@ -1,7 +1,7 @@
 #include "seqlab/infer/sampler.h"
 
 #include "seqlab/core/error.h"
-#include "seqlab/tasks/task.h"
+#include "seqlab/core/rng.h"
 
 #include <algorithm>
 #include <cmath>

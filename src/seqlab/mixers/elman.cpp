@@ -1,6 +1,10 @@
 #include "seqlab/mixers/elman.h"
 
+#include "seqlab/mixers/registry.h"
+
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(ElmanImpl, {"Elman RNN: h = tanh(W_ih x + W_hh h)", 30, {}, {/*matrices=*/3, {}}});
 
 ElmanImpl::ElmanImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;
@@ -29,7 +33,7 @@ std::unique_ptr<MixerState> ElmanImpl::init_state(int64_t batch) const {
 }
 
 torch::Tensor ElmanImpl::step(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<ElmanState>(st, "elman");
+  auto& s = state_as<ElmanState>(st, kArch);
   s.h = recur(w_ih(x_t), s.h);  // [B,D]
   return o(s.h);                // [B,D]
 }

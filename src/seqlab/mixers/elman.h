@@ -20,6 +20,7 @@ struct ElmanState : MixerStateBase<ElmanState> {
 
 class ElmanImpl : public MixerImpl {
  public:
+  static constexpr const char* kArch = "elman";  // --arch, written only here
   explicit ElmanImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;

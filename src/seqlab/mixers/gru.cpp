@@ -1,6 +1,10 @@
 #include "seqlab/mixers/gru.h"
 
+#include "seqlab/mixers/registry.h"
+
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(GRUImpl, {"GRU (PyTorch gate order r, z, n)", 40, {}, {/*matrices=*/7, {}}});
 
 GRUImpl::GRUImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;
@@ -37,7 +41,7 @@ std::unique_ptr<MixerState> GRUImpl::init_state(int64_t batch) const {
 }
 
 torch::Tensor GRUImpl::step(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<GRUState>(st, "gru");
+  auto& s = state_as<GRUState>(st, kArch);
   s.h = recur(w_ih(x_t), s.h);  // [B,D]
   return o(s.h);                // [B,D]
 }

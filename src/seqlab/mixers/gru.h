@@ -27,6 +27,7 @@ struct GRUState : MixerStateBase<GRUState> {
 
 class GRUImpl : public MixerImpl {
  public:
+  static constexpr const char* kArch = "gru";  // --arch, written only here
   explicit GRUImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;

@@ -1,10 +1,18 @@
 #include "seqlab/mixers/linear_attention.h"
 
+#include "seqlab/mixers/registry.h"
+
 #include "seqlab/mixers/feature_maps/registry.h"
 
 #include <limits>
 
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(LinearAttentionImpl, {"linear attention phi(q).S / (phi(q).z + eps); --feature-map picks phi", 20,
+                      {/*attention=*/true, /*feature_map=*/true, /*kv_cache=*/false},
+                      {/*matrices=*/4, [](const MixerConfig& c, int64_t T) {
+                         return 3.0 * static_cast<double>(std::min<int64_t>(T, c.chunk_size));
+                       }}});
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -226,7 +234,7 @@ torch::Tensor LinearAttentionImpl::step(const torch::Tensor& x_t, MixerState& st
 }
 
 torch::Tensor LinearAttentionImpl::step_heads(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<LinearAttentionState>(st, "linear");
+  auto& s = state_as<LinearAttentionState>(st, kArch);
   check_step_input(x_t, "linear attention");
   SEQLAB_CHECK(s.S.size(0) == x_t.size(0), "linear attention: state batch {} != input batch {}",
                s.S.size(0), x_t.size(0));

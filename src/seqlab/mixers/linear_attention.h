@@ -61,8 +61,9 @@ struct LinearAttentionState : MixerStateBase<LinearAttentionState> {
   }
 };
 
-class LinearAttentionImpl : public MixerImpl {
+class LinearAttentionImpl : public MixerImpl, public HeadsMixer {
  public:
+  static constexpr const char* kArch = "linear";  // --arch, written only here
   enum class Form { quadratic, chunked, recurrent };
   static constexpr double kEps = 1e-6;  // added to every normalizer, in every form
 
@@ -80,8 +81,8 @@ class LinearAttentionImpl : public MixerImpl {
   // forward() and step() before the output projection o: the heads' outputs side by side,
   // x [B,T,D] -> [B,T,D] (head h in columns h*Dh..(h+1)*Dh) and x_t [B,D] -> [B,D]. The mixture
   // of attentive experts (mae.h) reweights the heads there.
-  torch::Tensor forward_heads(const torch::Tensor& x);
-  torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s);
+  torch::Tensor forward_heads(const torch::Tensor& x) override;
+  torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s) override;
 
   torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
   torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]

@@ -1,6 +1,10 @@
 #include "seqlab/mixers/lstm.h"
 
+#include "seqlab/mixers/registry.h"
+
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(LSTMImpl, {"LSTM (PyTorch gate order i, f, g, o), forget bias 1", 50, {}, {/*matrices=*/9, {}}});
 
 LSTMImpl::LSTMImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;
@@ -44,7 +48,7 @@ std::unique_ptr<MixerState> LSTMImpl::init_state(int64_t batch) const {
 }
 
 torch::Tensor LSTMImpl::step(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<LSTMState>(st, "lstm");
+  auto& s = state_as<LSTMState>(st, kArch);
   recur(w_ih(x_t), s.h, s.c);  // s.h, s.c: [B,D]
   return o(s.h);               // [B,D]
 }

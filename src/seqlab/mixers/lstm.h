@@ -30,6 +30,7 @@ struct LSTMState : MixerStateBase<LSTMState> {
 
 class LSTMImpl : public MixerImpl {
  public:
+  static constexpr const char* kArch = "lstm";  // --arch, written only here
   explicit LSTMImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;

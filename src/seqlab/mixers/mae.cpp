@@ -1,7 +1,6 @@
 #include "seqlab/mixers/mae.h"
 
-#include "seqlab/mixers/linear_attention.h"
-#include "seqlab/mixers/softmax_attention.h"
+#include "seqlab/mixers/registry.h"
 
 namespace seqlab {
 
@@ -29,16 +28,15 @@ torch::Tensor MaeGateImpl::forward(const torch::Tensor& u) {
 }
 
 MaeImpl::MaeImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
-  SEQLAB_CHECK(cfg.mae && (cfg.arch == "softmax" || cfg.arch == "linear"),
-               "MAE wraps softmax or linear attention, not '{}'", cfg.arch);
+  SEQLAB_CHECK(cfg.mae && arch_entry(cfg.arch).traits.attention, "MAE wraps {}, not '{}'",
+               attention_arch_names("or"), cfg.arch);
   SEQLAB_CHECK(cfg.n_head >= 2, "MAE needs at least 2 heads (each expert drops one), got {}",
                cfg.n_head);
   MixerConfig inner = cfg;
   inner.mae = false;
-  if (cfg.arch == "softmax")
-    attn_ = std::make_shared<SoftmaxAttentionImpl>(inner);
-  else
-    attn_ = std::make_shared<LinearAttentionImpl>(inner);
+  attn_ = make_mixer(inner);
+  heads_ = dynamic_cast<HeadsMixer*>(attn_.get());
+  SEQLAB_CHECK(heads_, "MAE: mixer '{}' does not expose its heads (HeadsMixer)", cfg.arch);
   // The attention's submodules become ours, under their own names, so that the parameters keep
   // the names conversion and import rely on (q, k, v, o, feature_map.*). The attention holds no
   // tensors of its own outside them.
@@ -49,16 +47,6 @@ MaeImpl::MaeImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   SEQLAB_CHECK(o_, "MAE: the wrapped attention has no output projection 'o'");
   const int64_t G = cfg.mae_gate_hidden > 0 ? cfg.mae_gate_hidden : cfg.d_model;
   gate = register_module("gate", MaeGate(cfg.d_model, G, cfg.n_head));
-}
-
-torch::Tensor MaeImpl::attn_forward_heads(const torch::Tensor& x) {
-  if (auto s = std::dynamic_pointer_cast<SoftmaxAttentionImpl>(attn_)) return s->forward_heads(x);
-  return std::static_pointer_cast<LinearAttentionImpl>(attn_)->forward_heads(x);
-}
-
-torch::Tensor MaeImpl::attn_step_heads(const torch::Tensor& x_t, MixerState& s) {
-  if (auto a = std::dynamic_pointer_cast<SoftmaxAttentionImpl>(attn_)) return a->step_heads(x_t, s);
-  return std::static_pointer_cast<LinearAttentionImpl>(attn_)->step_heads(x_t, s);
 }
 
 torch::Tensor MaeImpl::head_scale(const torch::Tensor& g) const {
@@ -93,7 +81,7 @@ torch::Tensor MaeImpl::responsibilities(const torch::Tensor& x) {
 
 torch::Tensor MaeImpl::forward(const torch::Tensor& x) {
   auto g = responsibilities(x);                      // [B,T,H] (checks x)
-  return mix(attn_forward_heads(x), head_scale(g));  // [B,T,D]
+  return mix(heads_->forward_heads(x), head_scale(g));  // [B,T,D]
 }
 
 std::unique_ptr<MixerState> MaeImpl::init_state(int64_t batch) const {
@@ -114,7 +102,7 @@ torch::Tensor MaeImpl::step(const torch::Tensor& x_t, MixerState& st) {
   const double n = static_cast<double>(s.count.item<int64_t>());
   auto u = cfg_.mae_gate == "token" ? x_t : (s.sum / n).to(x_t.dtype());  // [B,D]
   auto g = gate(u);                                                       // [B,H]
-  return mix(attn_step_heads(x_t, *s.attn), head_scale(g));               // [B,D]
+  return mix(heads_->step_heads(x_t, *s.attn), head_scale(g));               // [B,D]
 }
 
 }  // namespace seqlab

@@ -66,10 +66,9 @@ class MaeImpl : public MixerImpl {
   torch::Tensor head_scale(const torch::Tensor& g) const;
   // heads [...,D] (heads side by side) times c [...,H] per head, then o: -> [...,D].
   torch::Tensor mix(const torch::Tensor& heads, const torch::Tensor& c);
-  torch::Tensor attn_forward_heads(const torch::Tensor& x);
-  torch::Tensor attn_step_heads(const torch::Tensor& x_t, MixerState& s);
 
   Mixer attn_;                    // the wrapped attention; its submodules are registered as ours
+  HeadsMixer* heads_ = nullptr;   // attn_ seen as its heads (owned by attn_)
   torch::nn::Linear o_{nullptr};  // the wrapped attention's output projection
 };
 

@@ -1,8 +1,13 @@
 #include "seqlab/mixers/mamba.h"
 
+#include "seqlab/mixers/registry.h"
+
 #include <cmath>
 
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(MambaImpl, {"Mamba: selective SSM (input-dependent dt, B, C), conv + gate", 80, {},
+                      {/*matrices=*/7, {}}});
 
 MambaImpl::MambaImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model, E = d_inner(), N = cfg.d_state, K = cfg.d_conv, R = dt_rank();
@@ -80,7 +85,7 @@ std::unique_ptr<MixerState> MambaImpl::init_state(int64_t batch) const {
 }
 
 torch::Tensor MambaImpl::step(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<MambaState>(st, "mamba");
+  auto& s = state_as<MambaState>(st, kArch);
   const int64_t K = cfg_.d_conv;
   auto xz = in_proj(x_t).chunk(2, -1);                                    // 2 x [B,E]
   auto window = torch::cat({s.conv, xz[0].unsqueeze(-1)}, -1);            // [B,E,K]: oldest first

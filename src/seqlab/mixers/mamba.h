@@ -35,6 +35,7 @@ struct MambaState : MixerStateBase<MambaState> {
 
 class MambaImpl : public MixerImpl {
  public:
+  static constexpr const char* kArch = "mamba";  // --arch, written only here
   explicit MambaImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;

@@ -51,6 +51,18 @@ struct MixerStateBase : MixerState {
   }
 };
 
+// Implemented by the attention mixers (traits.attention): forward() and step() before the output
+// projection o, the heads' outputs side by side (head h in columns h*Dh..(h+1)*Dh). The mixture of
+// attentive experts (mae.h) reweights the heads there.
+class HeadsMixer {
+ public:
+  virtual ~HeadsMixer() = default;
+  // x [B,T,D] -> [B,T,D]
+  virtual torch::Tensor forward_heads(const torch::Tensor& x) = 0;
+  // x_t [B,D] -> [B,D]; advances s
+  virtual torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s) = 0;
+};
+
 class MixerImpl : public torch::nn::Module {
  public:
   explicit MixerImpl(MixerConfig cfg) : cfg_(std::move(cfg)) {}

@@ -1,44 +1,26 @@
 #include "seqlab/mixers/mixer_config.h"
 
-#include <algorithm>
-#include <vector>
+#include "seqlab/mixers/feature_maps/registry.h"
+#include "seqlab/mixers/registry.h"
 
 namespace seqlab {
 
-namespace {
-const std::vector<std::string> kArchs = {"softmax", "linear", "elman", "gru",
-                                         "lstm",    "qrnn",   "s4d",   "mamba"};
-const std::vector<std::string> kFeatureMaps = {"elu1",      "relu", "rfa",
-                                               "performer", "t2r",  "hedgehog"};
-// Accepted spellings of feature maps beyond their canonical names.
-const std::vector<std::pair<std::string, std::string>> kFeatureMapAliases = {{"elu", "elu1"}};
-
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-  return std::find(v.begin(), v.end(), s) != v.end();
-}
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-std::string canonical_feature_map(const std::string& name) {
-  for (const auto& [alias, canon] : kFeatureMapAliases)
-    if (name == alias) return canon;
-  return name;
-}
-}  // namespace
-
 void MixerConfig::validate() {
-  if (contains(kFeatureMaps, canonical_feature_map(arch))) {
-    feature_map = canonical_feature_map(arch);
-    arch = "linear";
+  // A feature map's name (or alias) as the arch means linear attention with that map.
+  if (const auto* map = find_feature_map(arch); map && !find_arch(arch)) {
+    for (const auto& e : mixer_registry())
+      if (e.traits.feature_map) {
+        feature_map = map->name;
+        arch = e.name;
+        break;
+      }
   }
-  feature_map = canonical_feature_map(feature_map);
-  SEQLAB_CHECK(contains(kArchs, arch),
-               "unknown architecture '{}' (known: {}, or a feature map: {})", arch, join(kArchs),
-               join(kFeatureMaps));
-  SEQLAB_CHECK(contains(kFeatureMaps, feature_map), "unknown feature map '{}' (known: {})",
-               feature_map, join(kFeatureMaps));
+  const auto* entry = find_arch(arch);
+  SEQLAB_CHECK(entry, "unknown architecture '{}' (known: {}, or a feature map: {})", arch,
+               arch_names(), feature_map_names());
+  const auto* map = find_feature_map(feature_map);
+  SEQLAB_CHECK(map, "unknown feature map '{}' (known: {})", feature_map, feature_map_names());
+  feature_map = map->name;
   SEQLAB_CHECK(d_model > 0, "d_model must be positive, got {}", d_model);
   SEQLAB_CHECK(n_head > 0, "n_head must be positive, got {}", n_head);
   SEQLAB_CHECK(d_model % n_head == 0, "d_model ({}) must be divisible by n_head ({})", d_model,
@@ -53,12 +35,11 @@ void MixerConfig::validate() {
   SEQLAB_CHECK(expand > 0, "expand must be positive, got {}", expand);
   SEQLAB_CHECK(d_conv > 0, "d_conv must be positive, got {}", d_conv);
   SEQLAB_CHECK(max_len > 0, "max_len must be positive, got {}", max_len);
-  SEQLAB_CHECK(causal || arch == "softmax" || arch == "linear",
-               "--causal false (bidirectional) is only available for softmax and linear attention, "
-               "not '{}'",
-               arch);
-  SEQLAB_CHECK(!mae || arch == "softmax" || arch == "linear",
-               "--mae (mixture of attentive experts) needs softmax or linear attention, not '{}'",
+  SEQLAB_CHECK(causal || entry->traits.attention,
+               "--causal false (bidirectional) is only available for {}, not '{}'",
+               attention_arch_names("and"), arch);
+  SEQLAB_CHECK(!mae || entry->traits.attention,
+               "--mae (mixture of attentive experts) needs {}, not '{}'", attention_arch_names("or"),
                arch);
   SEQLAB_CHECK(!mae || n_head >= 2,
                "--mae needs at least 2 heads (each expert drops one of them), got n_head = {}",

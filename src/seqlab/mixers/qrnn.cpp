@@ -1,6 +1,11 @@
 #include "seqlab/mixers/qrnn.h"
 
+#include "seqlab/mixers/registry.h"
+
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(QRNNImpl, {"QRNN: gates from a causal conv over the input, f or fo pooling", 60, {},
+                      {/*matrices=*/7, {}}});
 
 QRNNImpl::QRNNImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;
@@ -44,7 +49,7 @@ std::unique_ptr<MixerState> QRNNImpl::init_state(int64_t batch) const {
 }
 
 torch::Tensor QRNNImpl::step(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<QRNNState>(st, "qrnn");
+  auto& s = state_as<QRNNState>(st, kArch);
   auto win = x_t;  // [B,D]
   if (cfg_.qrnn_window == 2) {
     win = torch::cat({s.x_prev, x_t}, -1);  // [B,2D]

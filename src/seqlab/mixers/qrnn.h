@@ -33,6 +33,7 @@ struct QRNNState : MixerStateBase<QRNNState> {
 
 class QRNNImpl : public MixerImpl {
  public:
+  static constexpr const char* kArch = "qrnn";  // --arch, written only here
   explicit QRNNImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;

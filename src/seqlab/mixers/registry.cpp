@@ -1,48 +1,71 @@
 #include "seqlab/mixers/registry.h"
 
 #include "seqlab/core/error.h"
-#include "seqlab/mixers/elman.h"
-#include "seqlab/mixers/linear_attention.h"
-#include "seqlab/mixers/softmax_attention.h"
-#include "seqlab/mixers/gru.h"
-#include "seqlab/mixers/lstm.h"
+#include "seqlab/core/registry.h"
 #include "seqlab/mixers/mae.h"
-#include "seqlab/mixers/mamba.h"
-#include "seqlab/mixers/qrnn.h"
-#include "seqlab/mixers/s4d.h"
 
 namespace seqlab {
 
 namespace {
-template <class Impl>
-Mixer make(const MixerConfig& c) {
-  return std::make_shared<Impl>(c);
-}
+Registry<ArchEntry>& registry() { return Registry<ArchEntry>::instance(); }
 }  // namespace
 
-const std::vector<MixerEntry>& mixer_registry() {
-  static const std::vector<MixerEntry> r = {
-      {"softmax", "multi-head softmax attention with a KV cache", make<SoftmaxAttentionImpl>},
-      {"linear", "linear attention phi(q).S / (phi(q).z + eps); --feature-map picks phi",
-       make<LinearAttentionImpl>},
-      {"elman", "Elman RNN: h = tanh(W_ih x + W_hh h)", make<ElmanImpl>},
-      {"gru", "GRU (PyTorch gate order r, z, n)", make<GRUImpl>},
-      {"lstm", "LSTM (PyTorch gate order i, f, g, o), forget bias 1", make<LSTMImpl>},
-      {"qrnn", "QRNN: gates from a causal conv over the input, f or fo pooling", make<QRNNImpl>},
-      {"s4d", "S4D: diagonal complex SSM (S4D-Lin), FFT convolution / recurrence", make<S4DImpl>},
-      {"mamba", "Mamba: selective SSM (input-dependent dt, B, C), conv + gate", make<MambaImpl>},
-  };
-  return r;
+namespace detail {
+
+ArchRegistrar::ArchRegistrar(const std::string& name, ArchSpec spec, MixerFactory make) {
+  auto& e = registry().slot(name);
+  SEQLAB_CHECK(!e.make, "architecture '{}' is registered twice", name);
+  e.description = std::move(spec.description);
+  e.order = spec.order;
+  e.traits = spec.traits;
+  e.memory = std::move(spec.memory);
+  e.make = std::move(make);
+  registry().sort();
+}
+
+ArchRegistrar::ArchRegistrar(const std::string& name, FastMixerFactory make_fast) {
+  auto& e = registry().slot(name);
+  SEQLAB_CHECK(!e.make_fast, "architecture '{}' has two fast forms", name);
+  e.make_fast = std::move(make_fast);
+  registry().sort();
+}
+
+}  // namespace detail
+
+const std::vector<ArchEntry>& mixer_registry() { return registry().entries(); }
+
+const ArchEntry* find_arch(const std::string& name) {
+  const auto* e = registry().find(name);
+  return e && e->make ? e : nullptr;
+}
+
+const ArchEntry& arch_entry(const std::string& name) {
+  const auto* e = find_arch(name);
+  SEQLAB_CHECK(e, "unknown architecture '{}' (known: {})", name, registry().names());
+  return *e;
+}
+
+std::string arch_names() { return registry().names(); }
+
+std::string attention_arch_names(const char* conj) {
+  std::vector<std::string> names;
+  for (const auto& e : registry().entries())
+    if (e.traits.attention) names.push_back(e.name);
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? fmt::format(" {} ", conj) : ", ") + names[i];
+  return out + " attention";
+}
+
+std::string arch_label(const MixerConfig& cfg) {
+  const auto* e = find_arch(cfg.arch);
+  return e && e->traits.feature_map ? cfg.arch + " (" + cfg.feature_map + ")" : cfg.arch;
 }
 
 Mixer make_mixer(const MixerConfig& cfg) {
   // --mae wraps the attention mixer in a mixture of attentive experts (mae.h).
   if (cfg.mae) return std::make_shared<MaeImpl>(cfg);
-  for (const auto& e : mixer_registry())
-    if (e.name == cfg.arch) return e.make(cfg);
-  std::string names;
-  for (const auto& e : mixer_registry()) names += (names.empty() ? "" : ", ") + e.name;
-  fail("unknown architecture '{}' (known: {})", cfg.arch, names);
+  return arch_entry(cfg.arch).make(cfg);
 }
 
 }  // namespace seqlab

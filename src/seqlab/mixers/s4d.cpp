@@ -1,8 +1,13 @@
 #include "seqlab/mixers/s4d.h"
 
+#include "seqlab/mixers/registry.h"
+
 #include <cmath>
 
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(S4DImpl, {"S4D: diagonal complex SSM (S4D-Lin), FFT convolution / recurrence", 70, {},
+                      {/*matrices=*/2, {}}});
 
 namespace {
 constexpr double kPi = 3.14159265358979323846;
@@ -85,7 +90,7 @@ std::unique_ptr<MixerState> S4DImpl::init_state(int64_t batch) const {
 }
 
 torch::Tensor S4DImpl::step(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<S4DState>(st, "s4d");
+  auto& s = state_as<S4DState>(st, kArch);
   auto d = discretize();
   auto u = w_ih(x_t);                                         // [B,D]
   auto u3 = u.unsqueeze(-1);                                  // [B,D,1]

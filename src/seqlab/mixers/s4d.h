@@ -41,6 +41,7 @@ struct S4DState : MixerStateBase<S4DState> {
 
 class S4DImpl : public MixerImpl {
  public:
+  static constexpr const char* kArch = "s4d";  // --arch, written only here
   explicit S4DImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;

@@ -1,9 +1,14 @@
 #include "seqlab/mixers/softmax_attention.h"
 
+#include "seqlab/mixers/registry.h"
+
 #include <cmath>
 #include <limits>
 
 namespace seqlab {
+
+SEQLAB_REGISTER_ARCH(SoftmaxAttentionImpl, {"multi-head softmax attention with a KV cache", 10, {/*attention=*/true, /*feature_map=*/false, /*kv_cache=*/true},
+                      {/*matrices=*/4, [](const MixerConfig&, int64_t T) { return 3.0 * static_cast<double>(T); }}});
 
 SoftmaxAttentionImpl::SoftmaxAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;
@@ -59,7 +64,7 @@ torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& s
 }
 
 torch::Tensor SoftmaxAttentionImpl::step_heads(const torch::Tensor& x_t, MixerState& st) {
-  auto& s = state_as<SoftmaxAttentionState>(st, "softmax");
+  auto& s = state_as<SoftmaxAttentionState>(st, kArch);
   check_step_input(x_t, "softmax attention");
   const int64_t B = x_t.size(0), H = cfg_.n_head, Dh = cfg_.d_head();
   const int64_t t = s.len.item<int64_t>();

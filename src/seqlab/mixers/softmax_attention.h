@@ -24,8 +24,9 @@ struct SoftmaxAttentionState : MixerStateBase<SoftmaxAttentionState> {
   }
 };
 
-class SoftmaxAttentionImpl : public MixerImpl {
+class SoftmaxAttentionImpl : public MixerImpl, public HeadsMixer {
  public:
+  static constexpr const char* kArch = "softmax";  // --arch, written only here
   explicit SoftmaxAttentionImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x) override;
   // softmax(Q K^T / sqrt(Dh) + mask) per head: x [B,T,D] -> [B,H,T,T], rows summing to one.
@@ -36,8 +37,8 @@ class SoftmaxAttentionImpl : public MixerImpl {
   // forward() and step() before the output projection o: the heads' outputs side by side,
   // x [B,T,D] -> [B,T,D] (head h in columns h*Dh..(h+1)*Dh) and x_t [B,D] -> [B,D]. The mixture
   // of attentive experts (mae.h) reweights the heads there.
-  torch::Tensor forward_heads(const torch::Tensor& x);
-  torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s);
+  torch::Tensor forward_heads(const torch::Tensor& x) override;
+  torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s) override;
 
   torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
   torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]

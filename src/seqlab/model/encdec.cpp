@@ -9,10 +9,9 @@
 namespace seqlab {
 
 void EncDecConfig::validate() {
-  SEQLAB_CHECK(mixer.arch == "softmax" || mixer.arch == "linear",
-               "an encoder-decoder needs a bidirectional encoder, which only softmax and linear "
-               "attention have (not '{}')",
-               mixer.arch);
+  SEQLAB_CHECK(arch_entry(mixer.arch).traits.attention,
+               "an encoder-decoder needs a bidirectional encoder, which only {} have (not '{}')",
+               attention_arch_names("and"), mixer.arch);
   MixerConfig enc = mixer;
   enc.causal = false;
   enc.validate();

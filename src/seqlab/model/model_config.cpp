@@ -1,5 +1,7 @@
 #include "seqlab/model/model_config.h"
 
+#include "seqlab/mixers/registry.h"
+
 namespace seqlab {
 
 void ModelConfig::validate() {
@@ -39,8 +41,8 @@ void ModelConfig::validate() {
                  "--deq uses one weight-tied block solved to its fixed point; set --n-layer 1 "
                  "(got {}); its depth is --deq-max-iter",
                  n_layer);
-    SEQLAB_CHECK(mixer.arch == "softmax" || mixer.arch == "linear",
-                 "--deq needs softmax or linear attention, not '{}'", mixer.arch);
+    SEQLAB_CHECK(arch_entry(mixer.arch).traits.attention, "--deq needs {}, not '{}'",
+                 attention_arch_names("or"), mixer.arch);
     SEQLAB_CHECK(exits.empty(), "--deq has no layers to exit from; drop --exits");
   }
 }

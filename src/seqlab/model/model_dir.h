@@ -27,7 +27,7 @@ constexpr int kFormatVersion = 1;
 //   adapters      unmerged adapters: model.safetensors holds adapters.* beside the base weights,
 //                 and load_model_dir attaches them (model/adapters.h)
 //   hf            what import-hf read (model/hf_gpt2.h)
-//   encoder       a sentence encoder: tokenizer, pooling, max_tokens (train/encoder.h)
+//   encoder       a sentence encoder: tokenizer, pooling, max_tokens (methods/encoder.h)
 inline constexpr const char* kSections[] = {"task",     "train", "convert", "finetune",
                                             "adapters", "hf",    "encoder"};
 inline const char* kConfigFile = "config.json";

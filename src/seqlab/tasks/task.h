@@ -5,6 +5,7 @@
 #pragma once
 
 #include "seqlab/core/fields.h"
+#include "seqlab/core/rng.h"
 #include "seqlab/text/corpus.h"
 
 #include <torch/torch.h>
@@ -101,11 +102,5 @@ class Task {
 
 // The training loss: mean cross-entropy over the scored positions (or sequences).
 torch::Tensor task_loss(const torch::Tensor& logits, const Batch& b);
-
-// Mixes a base seed with a stream index (a step, a length): independent deterministic streams.
-uint64_t mix_seed(uint64_t seed, uint64_t stream);
-
-// A CPU torch generator seeded with seed.
-torch::Generator make_generator(uint64_t seed);
 
 }  // namespace seqlab

@@ -1,7 +1,7 @@
 // A dictionary built from WordNet 3.0 for definition-trained sentence embeddings (DefSent,
 // Tsukagoshi et al. 2021; DefSent+, Liu 2024): entries (words, multi-word lemmas included) with
 // their definitions, a deterministic split of the entries, and the Wu–Palmer similarity of two
-// synsets (the graded target of the similarity proxy in train/embed_eval.h).
+// synsets (the graded target of the similarity proxy in methods/embed_eval.h).
 //
 // Entry: a lemma of any part of speech, lower-cased, '_' written as ' ' ("domestic dog"). Its
 // definitions are the definition() (gloss without examples) of every synset that lists it; an

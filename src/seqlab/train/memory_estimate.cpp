@@ -1,42 +1,28 @@
 #include "seqlab/train/memory_estimate.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/mixers/registry.h"
 
 #include <fstream>
 #include <sstream>
 
 namespace seqlab {
 
-namespace {
-
-// Matrices of D x D in one mixer (input and output projections, recurrences).
-double mixer_matrices(const std::string& arch) {
-  if (arch == "lstm") return 9;
-  if (arch == "gru" || arch == "qrnn" || arch == "mamba") return 7;
-  if (arch == "elman") return 3;
-  if (arch == "s4d") return 2;
-  return 4;  // softmax, linear: q, k, v, o
-}
-
-}  // namespace
-
 MemoryEstimate estimate_training_memory(const ModelConfig& m, int64_t batch, int64_t length,
                                         bool frozen_base) {
   const double B = static_cast<double>(batch), T = static_cast<double>(length);
   const double D = static_cast<double>(m.mixer.d_model), H = static_cast<double>(m.mixer.n_head);
   const double V = static_cast<double>(std::max<int64_t>(m.vocab_size, m.n_classes));
+  // The mixer's own figures come from its registry entry (mixers/registry.h).
+  const ArchMemory& mem = arch_entry(m.mixer.arch).memory;
   const double params =
       static_cast<double>(m.n_layer) *
-          (mixer_matrices(m.mixer.arch) + 2.0 * static_cast<double>(m.mlp_ratio)) * D * D +
+          (mem.matrices + 2.0 * static_cast<double>(m.mlp_ratio)) * D * D +
       (static_cast<double>(m.vocab_size) + V + static_cast<double>(m.mixer.max_len)) * D;
   MemoryEstimate e;
   e.weights = (frozen_base ? 4.0 : 16.0) * params;
   double per_block = (20.0 + 3.0 * static_cast<double>(m.mlp_ratio)) * B * T * D;
-  if (m.mixer.arch == "softmax")
-    per_block += 3.0 * B * H * T * T;
-  else if (m.mixer.arch == "linear")
-    per_block +=
-        3.0 * B * H * T * static_cast<double>(std::min<int64_t>(length, m.mixer.chunk_size));
+  if (mem.score_floats) per_block += B * H * T * mem.score_floats(m.mixer, length);
   const double logits = m.head == "classify" ? 3.0 * B * V : 3.0 * B * T * V;
   e.activations = 4.0 * (per_block * static_cast<double>(m.n_layer) + B * T * D + logits);
   return e;

@@ -7,7 +7,7 @@
 // progressively from the encoder's own definition embeddings, plain and whitened, for several
 // rounds. Every model is measured on the reverse dictionary (held-out entries: MRR, recall@10),
 // the Wu–Palmer similarity proxy (Spearman) and isotropy (exp/defsent_cell.h,
-// train/embed_eval.h).
+// methods/embed_eval.h).
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/exp/report.h"

@@ -8,7 +8,7 @@
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/exp/report.h"
 #include "seqlab/exp/suites/suites.h"
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,8 @@
 // Fast Elman RNN (mixers/elman.h has the maths): h_t = tanh(w_ih x_t + w_hh h_{t-1}), y_t = o(h_t).
 // State: h [D] (ElmanState's h for one sequence).
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/elman.h"
+#include "seqlab/mixers/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -34,8 +36,8 @@ class FastElman : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_elman(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(ElmanImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastElman>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

@@ -3,6 +3,8 @@
 //   n = tanh(xi_n + r * (W_hn h + b_hn)),   h' = (1 - z) n + z h = n + z (h - n),   y = o(h').
 // State: h [D] (GRUState's h for one sequence).
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/gru.h"
+#include "seqlab/mixers/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -48,8 +50,8 @@ class FastGRU : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_gru(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(GRUImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastGRU>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

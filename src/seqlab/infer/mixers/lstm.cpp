@@ -3,6 +3,8 @@
 //   c' = sigmoid(f) c + sigmoid(i) tanh(g),   h' = sigmoid(o) tanh(c'),   y = o_proj(h').
 // State: h [D], then c [D] (LSTMState's h and c for one sequence, in for_each order).
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/lstm.h"
+#include "seqlab/mixers/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -50,8 +52,8 @@ class FastLSTM : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_lstm(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(LSTMImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastLSTM>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

@@ -11,6 +11,8 @@
 // and h for one sequence, in for_each order).
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/mamba.h"
+#include "seqlab/mixers/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -99,8 +101,8 @@ class FastMamba : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_mamba(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(MambaImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastMamba>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

@@ -6,6 +6,8 @@
 // (QRNNState's c and x_prev for one sequence, in for_each order).
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/qrnn.h"
+#include "seqlab/mixers/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -63,8 +65,8 @@ class FastQRNN : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_qrnn(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(QRNNImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastQRNN>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

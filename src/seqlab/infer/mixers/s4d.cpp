@@ -9,6 +9,8 @@
 // order).
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/s4d.h"
+#include "seqlab/mixers/registry.h"
 
 #include <algorithm>
 #include <cmath>
@@ -91,8 +93,8 @@ class FastS4D : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_s4d(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(S4DImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastS4D>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

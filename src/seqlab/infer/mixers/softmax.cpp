@@ -3,6 +3,8 @@
 // contiguous matrix and its scores are one matrix-vector product.
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/mixers/softmax_attention.h"
+#include "seqlab/mixers/registry.h"
 
 #include <cmath>
 
@@ -73,8 +75,8 @@ class FastSoftmax : public FastMixer {
 
 }  // namespace
 
-std::unique_ptr<FastMixer> make_fast_softmax(const MixerConfig& cfg, const Weights& w) {
+SEQLAB_REGISTER_FAST_ARCH(SoftmaxAttentionImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
   return std::make_unique<FastSoftmax>(cfg, w);
-}
+});
 
 }  // namespace seqlab::infer

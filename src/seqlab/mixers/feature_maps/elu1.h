@@ -9,6 +9,7 @@ namespace seqlab {
 
 class Elu1Impl : public FeatureMapImpl {
  public:
+  static constexpr const char* kName = "elu1";  // --feature-map, written only here
   explicit Elu1Impl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool is_query) override;
   int64_t out_dim() const override { return cfg_.d_head(); }

@@ -1,6 +1,10 @@
 #include "seqlab/mixers/feature_maps/hedgehog.h"
 
+#include "seqlab/mixers/feature_maps/registry.h"
+
 namespace seqlab {
+
+SEQLAB_REGISTER_FEATURE_MAP(HedgehogImpl, {"learned [softmax(Wx + b), softmax(-Wx - b)] (Zhang et al. 2024)", 60, {}});
 
 HedgehogImpl::HedgehogImpl(const MixerConfig& cfg) : cfg_(cfg) {
   const int64_t H = cfg.n_head, F = feature_dim(cfg), Dh = cfg.d_head();
@@ -12,7 +16,7 @@ HedgehogImpl::HedgehogImpl(const MixerConfig& cfg) : cfg_(cfg) {
 }
 
 torch::Tensor HedgehogImpl::forward(const torch::Tensor& x, bool is_query) {
-  check_feature_input(x, cfg_, "hedgehog");
+  check_feature_input(x, cfg_, kName);
   const auto& w = is_query ? wq : wk;
   const auto& b = is_query ? bq : bk;
   auto u = per_head_linear(x, w) + b.unsqueeze(1);                         // [B,H,T,F]

@@ -18,6 +18,7 @@ namespace seqlab {
 
 class HedgehogImpl : public FeatureMapImpl {
  public:
+  static constexpr const char* kName = "hedgehog";  // --feature-map, written only here
   explicit HedgehogImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool is_query) override;
   int64_t out_dim() const override { return 2 * feature_dim(cfg_); }

@@ -1,10 +1,14 @@
 #include "seqlab/mixers/feature_maps/performer.h"
 
+#include "seqlab/mixers/feature_maps/registry.h"
+
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
 
 namespace seqlab {
+
+SEQLAB_REGISTER_FEATURE_MAP(PerformerImpl, {"FAVOR+ positive orthogonal random features of exp(q.k) (Choromanski 2021)", 40, {}});
 
 namespace {
 // [H,F,Dh]: per head, ceil(F/Dh) blocks of Dh orthogonal rows, each row scaled to the norm of an
@@ -30,7 +34,7 @@ PerformerImpl::PerformerImpl(const MixerConfig& cfg) : cfg_(cfg) {
 }
 
 torch::Tensor PerformerImpl::log_features(const torch::Tensor& x, bool is_query) {
-  check_feature_input(x, cfg_, "performer");
+  check_feature_input(x, cfg_, kName);
   const double dh = static_cast<double>(cfg_.d_head());
   const double log_f = std::log(static_cast<double>(feature_dim(cfg_)));
   auto xs = x * std::pow(dh, -0.25);                          // [B,H,T,Dh]

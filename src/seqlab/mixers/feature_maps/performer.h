@@ -21,6 +21,7 @@ namespace seqlab {
 
 class PerformerImpl : public FeatureMapImpl {
  public:
+  static constexpr const char* kName = "performer";  // --feature-map, written only here
   explicit PerformerImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool is_query) override;
   int64_t out_dim() const override { return feature_dim(cfg_); }

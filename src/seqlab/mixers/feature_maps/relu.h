@@ -12,6 +12,7 @@ namespace seqlab {
 
 class ReluImpl : public FeatureMapImpl {
  public:
+  static constexpr const char* kName = "relu";  // --feature-map, written only here
   explicit ReluImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool is_query) override;
   int64_t out_dim() const override { return cfg_.d_head(); }

@@ -17,6 +17,7 @@ namespace seqlab {
 
 class RfaImpl : public FeatureMapImpl {
  public:
+  static constexpr const char* kName = "rfa";  // --feature-map, written only here
   explicit RfaImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool is_query) override;
   int64_t out_dim() const override { return 2 * feature_dim(cfg_); }

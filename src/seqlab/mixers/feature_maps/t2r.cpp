@@ -1,8 +1,12 @@
 #include "seqlab/mixers/feature_maps/t2r.h"
 
+#include "seqlab/mixers/feature_maps/registry.h"
+
 #include <cmath>
 
 namespace seqlab {
+
+SEQLAB_REGISTER_FEATURE_MAP(T2rImpl, {"learned relu(Wx + b), shared by q and k (Kasai et al. 2021)", 50, {}});
 
 T2rImpl::T2rImpl(const MixerConfig& cfg) : cfg_(cfg) {
   const int64_t H = cfg.n_head, F = feature_dim(cfg), Dh = cfg.d_head();
@@ -12,7 +16,7 @@ T2rImpl::T2rImpl(const MixerConfig& cfg) : cfg_(cfg) {
 }
 
 torch::Tensor T2rImpl::forward(const torch::Tensor& x, bool is_query) {
-  check_feature_input(x, cfg_, "t2r");
+  check_feature_input(x, cfg_, kName);
   auto wx = per_head_linear(x, w);          // [B,H,T,F]
   return torch::relu(wx + b.unsqueeze(1));  // [B,H,T,F]
 }

@@ -16,6 +16,7 @@ namespace seqlab {
 
 class T2rImpl : public FeatureMapImpl {
  public:
+  static constexpr const char* kName = "t2r";  // --feature-map, written only here
   explicit T2rImpl(const MixerConfig& cfg);
   torch::Tensor forward(const torch::Tensor& x, bool is_query) override;
   int64_t out_dim() const override { return feature_dim(cfg_); }

@@ -1,4 +1,4 @@
-#include "seqlab/train/downstream.h"
+#include "seqlab/methods/downstream.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/tasks/task.h"

@@ -13,12 +13,12 @@
 // next round rebuilds E from the encoder just trained and trains another fresh copy.
 //
 // Both train every encoder parameter except the frozen ones (DefSent: the prediction layer
-// head.*) with AdamW, warmup and cosine decay; batches are grouped by length (train/mlm.h).
+// head.*) with AdamW, warmup and cosine decay; batches are grouped by length (methods/mlm.h).
 #pragma once
 
 #include "seqlab/text/dictionary.h"
-#include "seqlab/train/encoder.h"
-#include "seqlab/train/mlm.h"
+#include "seqlab/methods/encoder.h"
+#include "seqlab/methods/mlm.h"
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,8 @@
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/tasks/task.h"
 #include "seqlab/train/optim.h"
 
@@ -77,7 +78,7 @@ void ObjectivesConfig::validate() {
   mc.n_head = n_head;
   mc.max_len = kPairLen;
   mc.validate();
-  const bool bidirectional = mc.arch == "softmax" || mc.arch == "linear";
+  const bool bidirectional = arch_entry(mc.arch).traits.attention;
   if (objective == "mlm")
     SEQLAB_CHECK(stack == "encoder",
                  "masked LM needs a bidirectional single-stack model (--stack encoder); --stack {} "

@@ -1,4 +1,4 @@
-// Downstream evaluation of a pretrained model (train/objectives.h) on the synthetic corpus, per
+// Downstream evaluation of a pretrained model (methods/objectives.h) on the synthetic corpus, per
 // language:
 //
 //   task   pos    part-of-speech tag of every word (7 classes), a head on each word's state
@@ -11,7 +11,7 @@
 // same for every seed and objective, so all models are scored on the same sentences.
 #pragma once
 
-#include "seqlab/train/objectives.h"
+#include "seqlab/methods/objectives.h"
 
 #include <map>
 #include <string>

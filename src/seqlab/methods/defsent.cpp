@@ -1,4 +1,4 @@
-#include "seqlab/train/defsent.h"
+#include "seqlab/methods/defsent.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/progress.h"

@@ -1,7 +1,7 @@
-#include "seqlab/train/classify_eval.h"
+#include "seqlab/methods/classify_eval.h"
 
 #include "seqlab/core/error.h"
-#include "seqlab/train/calibration.h"
+#include "seqlab/methods/calibration.h"
 #include "seqlab/train/evaluate.h"
 
 #include <chrono>

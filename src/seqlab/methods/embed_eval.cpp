@@ -1,7 +1,7 @@
-#include "seqlab/train/embed_eval.h"
+#include "seqlab/methods/embed_eval.h"
 
 #include "seqlab/core/error.h"
-#include "seqlab/train/calibration.h"
+#include "seqlab/methods/calibration.h"
 
 #include <algorithm>
 #include <limits>

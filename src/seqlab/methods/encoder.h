@@ -1,10 +1,10 @@
 // A sentence encoder: a bidirectional SeqModel (softmax or linear attention with causal = false)
 // read through a tokenizer, whose final states are pooled into one vector per text. DefSent and
-// DefSent+ (train/defsent.h) train it; `seqlab embed` runs it.
+// DefSent+ (methods/defsent.h) train it; `seqlab embed` runs it.
 //
 // Tokens: [CLS] + tokenizer.encode(text), cut to max_tokens. The model's vocabulary is the
 // tokenizer's plus two special tokens: CLS = tokenizer.vocab_size(), MASK = CLS + 1 (masked-LM
-// pretraining, train/mlm.h). The model has a `tag` head over the whole vocabulary, which is the
+// pretraining, methods/mlm.h). The model has a `tag` head over the whole vocabulary, which is the
 // masked-LM prediction layer (the word-prediction layer DefSent keeps frozen).
 //
 // Pooling of the final (ln_f) states h [B,T,D]: cls = h[:,0]; mean = the average over all T

@@ -1,4 +1,4 @@
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/encoder.h"
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"

@@ -1,4 +1,4 @@
-#include "seqlab/train/mlm.h"
+#include "seqlab/methods/mlm.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/progress.h"

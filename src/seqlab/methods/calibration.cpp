@@ -1,4 +1,4 @@
-#include "seqlab/train/calibration.h"
+#include "seqlab/methods/calibration.h"
 
 #include "seqlab/core/error.h"
 

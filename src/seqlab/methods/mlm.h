@@ -1,4 +1,4 @@
-// Masked-LM pretraining of a sentence encoder (train/encoder.h) on plain texts, as BERT (Devlin et
+// Masked-LM pretraining of a sentence encoder (methods/encoder.h) on plain texts, as BERT (Devlin et
 // al. 2019): in every sequence each position after [CLS] is chosen with probability mask_prob;
 // a chosen token becomes [MASK] 80% of the time, a random token of the tokenizer 10%, and stays
 // 10%; the loss is the cross-entropy of the tag head's prediction of the original token at the
@@ -13,7 +13,7 @@
 // same weights on every run.
 #pragma once
 
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/encoder.h"
 
 #include <cstdint>
 #include <functional>
@@ -48,7 +48,7 @@ std::vector<std::vector<int64_t>> length_batches(const std::vector<int64_t>& len
 torch::Tensor batch_tokens(const std::vector<std::vector<int64_t>>& ids,
                            const std::vector<int64_t>& rows);
 
-// The training loop masked-LM pretraining and definition training (train/defsent.h) share:
+// The training loop masked-LM pretraining and definition training (methods/defsent.h) share:
 // AdamW over `params`, linear warmup for `warmup` steps and cosine decay to 10% of lr, gradient
 // norm clipped at 1, an optional progress bar; batches from length_batches over `lengths`, epoch
 // after epoch, epoch k shuffled by mix_seed(seed, stream + k). step_loss(rows, step) returns the

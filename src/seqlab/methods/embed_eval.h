@@ -26,7 +26,7 @@
 #pragma once
 
 #include "seqlab/text/dictionary.h"
-#include "seqlab/train/encoder.h"
+#include "seqlab/methods/encoder.h"
 
 #include <torch/torch.h>
 
