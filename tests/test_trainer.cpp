@@ -164,3 +164,20 @@ TEST(Trainer, TiedTagHeadOnlyForTagTasks) {
     EXPECT_NE(std::string(e.what()).find("copy's head is lm"), std::string::npos) << e.what();
   }
 }
+
+// The seed evaluation defaults to: the one the model was trained with (0 when none is recorded).
+TEST(TrainedSeed, IsTheTrainSectionsSeed) {
+  LoadedModel m;
+  EXPECT_EQ(trained_seed(m, "dir"), 0u);
+  TrainConfig tr;
+  tr.seed = 42;
+  m.sections["train"] = tr.to_json();
+  EXPECT_EQ(trained_seed(m, "dir"), 42u);
+  m.sections["train"] = {{"sead", 1}};
+  try {
+    trained_seed(m, "dir");
+    ADD_FAILURE() << "an unknown train field was accepted";
+  } catch (const seqlab::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "dir: unknown train field 'sead'");
+  }
+}

@@ -16,6 +16,7 @@
 namespace seqlab {
 
 class DataParallel;
+struct LoadedModel;
 
 inline const char* kTrainStateFile = "train_state.safetensors";
 inline const char* kMetricsFile = "metrics.jsonl";
@@ -89,6 +90,10 @@ struct TrainOutcome {
   double seconds = 0;
   int64_t parameters = 0, trainable = 0;  // all parameters / those the optimizer updates
 };
+
+// The seed of the run that trained a model directory (its "train" section; errors name `dir`), 0
+// for a model that records none. Evaluation draws its fixed sets from it by default.
+uint64_t trained_seed(const LoadedModel& m, const std::string& dir);
 
 // Trains a model for a task and writes the model directory `out`. With resume = true and a
 // checkpoint in `out`, continues from it with the configs saved there (train.steps may be raised
