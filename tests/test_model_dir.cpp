@@ -1,4 +1,5 @@
 #include "seqlab/model/model_dir.h"
+#include "seqlab/model/model_task.h"
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/safetensors.h"
@@ -125,4 +126,49 @@ TEST(ModelDir, RejectsHostileConfigsWithAnError) {
   EXPECT_NE(load_error(dir).find("format_version 4294967297 is not supported"), std::string::npos)
       << load_error(dir);
   fs::remove_all(dir);
+}
+
+// model/model_task.h: the task section, typed, and the tokenizer it names.
+TEST(ModelTask, IsReadFromTheTaskSection) {
+  LoadedModel m;
+  m.config.vocab_size = 7;
+  EXPECT_FALSE(model_task(m, "dir").has_value());  // a model no training run wrote
+  EXPECT_EQ(model_tokenizer(m, "dir"), nullptr);
+  m.sections["task"] = {{"task", "parity"}, {"max_len", 33}};
+  const auto t = model_task(m, "dir");
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->task, "parity");
+  EXPECT_EQ(t->max_len, 33);
+  EXPECT_EQ(t->n_types, TaskConfig().n_types);  // the fields it does not name keep their defaults
+  // A task over its own alphabet has no tokenizer, whatever its (default) tokenizer field says.
+  EXPECT_EQ(model_tokenizer(m, "dir"), nullptr);
+}
+
+TEST(ModelTask, LanguageModelsNameTheirTokenizer) {
+  LoadedModel m;
+  m.config.vocab_size = 257;
+  m.sections["task"] = {{"task", "lm"}, {"tokenizer", "byte"}};
+  const auto tok = model_tokenizer(m, "dir");
+  ASSERT_NE(tok, nullptr);
+  EXPECT_EQ(tok->spec(), "byte");
+  EXPECT_EQ(tok->vocab_size(), 257);
+}
+
+TEST(ModelTask, ErrorsNameTheDirectory) {
+  auto error = [](const LoadedModel& m) -> std::string {
+    try {
+      model_tokenizer(m, "some/dir");
+    } catch (const seqlab::Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  LoadedModel m;
+  m.config.vocab_size = 7;
+  m.sections["task"] = {{"task", "lm"}, {"tokenizer", "byte"}};
+  EXPECT_EQ(error(m), "some/dir: the tokenizer has 257 tokens but the model 7");
+  m.sections["task"] = {{"task", "lm"}, {"colour", "blue"}};
+  EXPECT_EQ(error(m), "some/dir: unknown task field 'colour'");
+  m.sections["task"] = {{"task", "lm"}, {"tokenizer", "no-such-tokenizer-dir"}};
+  EXPECT_NE(error(m).find("no-such-tokenizer-dir"), std::string::npos) << error(m);
 }
