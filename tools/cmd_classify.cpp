@@ -5,6 +5,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/model_dir.h"
+#include "seqlab/model/model_task.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/methods/classify_eval.h"
 #include "seqlab/train/trainer.h"
@@ -24,12 +25,9 @@ namespace fs = std::filesystem;
 
 // The task a model directory was trained on, and its training seed.
 std::pair<TaskConfig, uint64_t> trained_task(const LoadedModel& lm, const std::string& dir) {
-  SEQLAB_CHECK(lm.sections.contains("task"),
-               "{}: no task recorded (a model that no training run wrote)", dir);
-  auto tc = TaskConfig::from_json(lm.sections["task"], dir);
-  uint64_t seed = 0;
-  if (lm.sections.contains("train")) seed = TrainConfig::from_json(lm.sections["train"], dir).seed;
-  return {tc, seed};
+  auto tc = model_task(lm, dir);
+  SEQLAB_CHECK(tc, "{}: no task recorded (a model that no training run wrote)", dir);
+  return {*tc, trained_seed(lm, dir)};
 }
 
 void print_calibration(const std::vector<ExitCalibration>& cal) {

@@ -6,6 +6,7 @@
 #include "seqlab/convert/convert.h"
 #include "seqlab/core/error.h"
 #include "seqlab/model/model_dir.h"
+#include "seqlab/model/model_task.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/trainer.h"
 
@@ -33,15 +34,16 @@ int run_convert(const ConvertArgs& a) {
   SEQLAB_CHECK(!fs::exists(fs::path(a.out) / kConfigFile),
                "{} already holds a model; choose another --out", a.out);
   auto teacher = load_model_dir(a.model);
+  const auto teacher_task = model_task(teacher, a.model);
   auto student = convert_model(*teacher.model, a.cfg);
   nlohmann::json conv = {{"from", a.model}, {"config", a.cfg.to_json()}};
   std::vector<double> before, after;
   if (a.cfg.distill_steps > 0) {
-    SEQLAB_CHECK(teacher.sections.contains("task"),
+    SEQLAB_CHECK(teacher_task,
                  "{}: attention transfer needs the task the model was trained on (its config.json "
                  "has no \"task\" section)",
                  a.model);
-    const auto tc = TaskConfig::from_json(teacher.sections["task"], a.model);
+    const auto& tc = *teacher_task;
     auto task = make_task(tc);
     const int64_t len = a.cfg.distill_len > 0 ? a.cfg.distill_len : tc.max_len;
     SEQLAB_CHECK(len <= teacher.config.mixer.max_len,
@@ -57,7 +59,7 @@ int run_convert(const ConvertArgs& a) {
                        {"seconds", rep.seconds}};
   }
   nlohmann::json sections = {{"convert", conv}};
-  if (teacher.sections.contains("task")) sections["task"] = teacher.sections["task"];
+  if (teacher_task) sections["task"] = teacher_task->to_json();
   save_model_dir(a.out, *student, sections);
   if (a.json) {
     std::cout << nlohmann::json{{"out", a.out}, {"convert", conv}}.dump() << "\n";

@@ -8,8 +8,7 @@
 #include "seqlab/infer/kernels.h"
 #include "seqlab/infer/sampler.h"
 #include "seqlab/model/model_dir.h"
-#include "seqlab/tasks/task.h"
-#include "seqlab/text/tokenizer.h"
+#include "seqlab/model/model_task.h"
 
 #include <fmt/format.h>
 
@@ -66,10 +65,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run_generate(GenerateArgs& a) {
-  a.common.apply();
+// The checks that need no model: every flag on its own, and where --save-state would write.
+void check_generate_args(const GenerateArgs& a) {
   SEQLAB_CHECK(a.decoder_threads >= 1, "--decoder-threads must be >= 1, got {}", a.decoder_threads);
-  infer::set_threads(static_cast<int>(a.decoder_threads));
   a.sampler.validate();
   SEQLAB_CHECK(a.max_new >= 0, "--max-new must be >= 0, got {}", a.max_new);
   SEQLAB_CHECK(a.engine == "auto" || a.engine == "fast" || a.engine == "torch",
@@ -88,19 +86,20 @@ int run_generate(GenerateArgs& a) {
                  "--save-state {}: directory {} does not exist", a.save_state,
                  p.parent_path().string());
   }
+}
+
+int run_generate(GenerateArgs& a) {
+  a.common.apply();
+  check_generate_args(a);
+  infer::set_threads(static_cast<int>(a.decoder_threads));
+  const bool wants_state = !a.save_state.empty() || !a.load_state.empty();
 
   auto lm = load_model_dir(a.model);
   const auto& mc = lm.config;
   SEQLAB_CHECK(mc.head == "lm", "{} is not a language model (its head is '{}'; generate needs lm)",
                a.model, mc.head);
-  std::unique_ptr<Tokenizer> tok;
-  if (lm.sections.contains("task")) {
-    const auto tc = TaskConfig::from_json(lm.sections["task"], a.model);
-    if (tc.task == "lm") tok = make_tokenizer(tc.tokenizer);
-  }
+  const auto tok = model_tokenizer(lm, a.model);
   const int64_t V = mc.vocab_size;
-  SEQLAB_CHECK(!tok || tok->vocab_size() == V, "{}: the tokenizer has {} tokens but the model {}",
-               a.model, tok ? tok->vocab_size() : 0, V);
   SEQLAB_CHECK(tok || !(a.sub->count("--prompt") || a.sub->count("--prompt-file")),
                "{} names no tokenizer (its task is not lm): give --prompt-ids", a.model);
   SEQLAB_CHECK(tok || !a.stop_at_eos, "--stop-at-eos needs a tokenizer (an lm model)");

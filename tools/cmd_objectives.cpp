@@ -1,6 +1,6 @@
 // seqlab pretrain: one cell of the `objectives` suite from the command line: pretrain a model with
 // one objective on the synthetic multilingual corpus, then probe and finetune it on POS tagging
-// and subject-number classification in each language (train/objectives.h, train/downstream.h).
+// and subject-number classification in each language (methods/objectives.h, methods/downstream.h).
 #include "cli_fields.h"
 #include "commands.h"
 

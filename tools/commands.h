@@ -1,6 +1,6 @@
 // The CLI is one file per command group (tools/cmd_*.cpp). Each adds its subcommands to the app
 // and registers an action that runs when its subcommand was given; tools/seqlab.cpp holds main(),
-// the error contract and the built-in commands.
+// the error contract and the registration of every group.
 #pragma once
 
 #include "seqlab/core/blas_check.h"
@@ -44,6 +44,8 @@ using Actions = std::vector<Action>;
 
 // One function per command file. Options must outlive parsing: keep them in objects the
 // function allocates (std::make_shared) and captures in the action.
+void add_eval_commands(CLI::App& app, Actions& actions);       // cmd_eval.cpp
+void add_suite_commands(CLI::App& app, Actions& actions);      // cmd_suite.cpp: suite, suite-cell
 void add_tokenizer_commands(CLI::App& app, Actions& actions);  // cmd_tokenizer.cpp
 void add_hf_commands(CLI::App& app, Actions& actions);         // cmd_hf.cpp
 void add_convert_commands(CLI::App& app, Actions& actions);    // cmd_convert.cpp
@@ -52,6 +54,11 @@ void add_bench_commands(CLI::App& app, Actions& actions);      // cmd_bench.cpp
 void add_classify_commands(CLI::App& app, Actions& actions);   // cmd_classify.cpp
 void add_embed_commands(CLI::App& app, Actions& actions);      // cmd_embed.cpp
 void add_pretrain_commands(CLI::App& app, Actions& actions);   // cmd_objectives.cpp
+void add_list_commands(CLI::App& app, Actions& actions);       // cmd_list.cpp: archs, tasks
+// cmd_train.cpp. It needs the command line itself (argv[1..]): --nproc relaunches it for the
+// workers.
+void add_train_commands(CLI::App& app, Actions& actions,
+                        const std::vector<std::string>& command_line);
 
 // seqlab eval on a classifier with --exit-threshold or --swag-samples (cmd_classify.cpp).
 struct ClassifierEvalArgs {

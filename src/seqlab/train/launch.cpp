@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -45,6 +46,30 @@ bool lost_peer(int status) {
 }
 
 }  // namespace
+
+std::vector<std::string> worker_args(const std::vector<std::string>& args, int nproc,
+                                     bool threads_given, int cores) {
+  std::vector<std::string> out;
+  const size_t n = args.size();
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& a = args[i];
+    bool dropped = false;
+    for (const char* f : {"--master-addr", "--master-port", "--rank", "--world-size"}) {
+      if (a == f && i + 1 < n) {
+        ++i;  // its value
+        dropped = true;
+      } else if (a.rfind(std::string(f) + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  if (!threads_given) {
+    out.push_back("--threads");
+    out.push_back(std::to_string(std::max(1, cores / std::max(1, nproc))));
+  }
+  return out;
+}
 
 std::string self_executable() {
   std::error_code ec;

@@ -29,6 +29,14 @@ struct LaunchResult {
 LaunchResult launch_local_workers(const std::string& exe, const std::vector<std::string>& args,
                                   int nproc, int port, double grace_seconds);
 
+// The arguments each worker of `seqlab train --nproc N` runs with, before launch_local_workers
+// appends its rank and rendezvous: the launcher's own arguments (argv[1..]) without any
+// --rank, --world-size, --master-addr or --master-port (as "--flag value" or "--flag=value"; the
+// launcher chooses those), then, unless the command line set --threads (threads_given), an equal
+// share of the cores: --threads max(1, cores / nproc).
+std::vector<std::string> worker_args(const std::vector<std::string>& args, int nproc,
+                                     bool threads_given, int cores);
+
 // The path of the running executable (/proc/self/exe).
 std::string self_executable();
 
