@@ -5,6 +5,7 @@
 #include "commands.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/model/model_task.h"
 #include "seqlab/tasks/registry.h"
@@ -77,8 +78,7 @@ void eval_lm(const EvalArgs& a, LoadedModel& lm, const TaskConfig& tc, const LmT
 
 void print_eval_table(const ModelConfig& mc, const std::string& task, const nlohmann::json& results,
                       const std::vector<std::string>& extra_lines) {
-  const std::string arch =
-      mc.mixer.arch == "linear" ? fmt::format("linear ({})", mc.mixer.feature_map) : mc.mixer.arch;
+  const std::string arch = arch_label(mc.mixer);
   fmt::print("{} on {}\n{:>8} {:>10} {:>10} {:>10} {:>8} {:>10}\n", arch, task, "length",
              "accuracy", "seq_acc", "loss", "n", "blind");
   for (const auto& r : results)
@@ -157,7 +157,7 @@ int run_eval(const EvalArgs& a) {
   }
   if (a.json) {
     nlohmann::json doc = {{"task", tc.task}, {"arch", mc.mixer.arch}, {"results", results}};
-    if (mc.mixer.arch == "linear") doc["feature_map"] = mc.mixer.feature_map;
+    if (const auto map = feature_map_of(mc.mixer); !map.empty()) doc["feature_map"] = map;
     std::cout << doc.dump() << "\n";
     return 0;
   }

@@ -62,6 +62,16 @@ std::string arch_label(const MixerConfig& cfg) {
   return e && e->traits.feature_map ? cfg.arch + " (" + cfg.feature_map + ")" : cfg.arch;
 }
 
+std::string arch_short_name(const MixerConfig& cfg) {
+  const auto* e = find_arch(cfg.arch);
+  return e && e->traits.feature_map ? cfg.feature_map : cfg.arch;
+}
+
+std::string feature_map_of(const MixerConfig& cfg) {
+  const auto* e = find_arch(cfg.arch);
+  return e && e->traits.feature_map ? cfg.feature_map : "";
+}
+
 Mixer make_mixer(const MixerConfig& cfg) {
   // --mae wraps the attention mixer in a mixture of attentive experts (mae.h).
   if (cfg.mae) return std::make_shared<MaeImpl>(cfg);

@@ -90,6 +90,11 @@ std::string arch_names();
 std::string attention_arch_names(const char* conj);
 // "softmax", "gru", or for mixers that take a feature map "linear (t2r)".
 std::string arch_label(const MixerConfig& cfg);
+// The short name suites and reports use: the feature map's name ("t2r") for mixers that take one,
+// else the architecture's ("gru").
+std::string arch_short_name(const MixerConfig& cfg);
+// cfg's feature map when its mixer takes one, else "".
+std::string feature_map_of(const MixerConfig& cfg);
 
 // Builds the mixer cfg.arch names (wrapped in a mixture of attentive experts with --mae). cfg
 // must have been validated.
