@@ -2,7 +2,7 @@
 // the mlm cell writes an encoder and measures it before and after pretraining, a DefSent+ cell
 // starts from it and reports each round, and the suite's report renders their rows. Cell specs
 // with unknown fields or missing dependencies are refused.
-#include "seqlab/exp/defsent_cell.h"
+#include "seqlab/exp/cells/defsent.h"
 
 #include "seqlab/core/error.h"
 #include "seqlab/exp/grid.h"

@@ -3,7 +3,7 @@
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/convert/convert.h"
 #include "seqlab/exp/cell.h"
-#include "seqlab/exp/defsent_cell.h"
+#include "seqlab/exp/cells/defsent.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/model/adapters.h"
 #include "seqlab/methods/objectives.h"
@@ -23,7 +23,7 @@
 using namespace seqlab;
 namespace fs = std::filesystem;
 
-// An LM cell (exp/lm_cell.h): its configs load, and the model it starts from belongs to a cell it
+// An LM cell (exp/cells/lm.h): its configs load, and the model it starts from belongs to a cell it
 // waits for.
 void expect_valid_lm_cell(const nlohmann::json& c) {
   const auto id = c.at("id").get<std::string>();

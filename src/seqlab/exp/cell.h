@@ -1,12 +1,11 @@
-// One cell of an experiment grid: train one model on one task with one seed, then evaluate it at
-// several test lengths (and, for the saturation experiment, with its recurrent weights scaled).
+// One cell of an experiment grid, run by a suite's worker process from its spec file.
 //
-// A cell is plain JSON so that a worker process can run it from a file:
-//   {"id": "...", "model": {ModelConfig}, "task": {TaskConfig}, "train": {TrainConfig},
-//    "test_lengths": [..], "eval_size": N, "saturation": [1, 4, 16, ...] (optional),
-//    "tags": {..}  (copied into every result row, e.g. {"width": 64})}
-// Its result is a list of rows, one per (test length[, saturation scale]), each with at least
-// task, arch, feature_map, d_model, n_layer, seed, train_length, test_length, accuracy.
+// A cell spec is JSON, so that a worker can run it from a file; its "kind" picks the entry of the
+// cell-kind table (exp/cells/kinds.h) that reads it into its typed config and runs it, one file
+// per kind under exp/cells/. Without a kind it is the plain grid cell of the synthetic suites
+// (exp/cells/plain.h): train one model on one task with one seed, then evaluate it at several test
+// lengths, one row per (test length[, saturation scale]) with at least task, arch, feature_map,
+// d_model, n_layer, seed, train_length, test_length, accuracy.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -16,8 +15,8 @@
 
 namespace seqlab {
 
-// Trains (resuming a checkpoint in run_dir if one is there) and evaluates one cell; returns
-// {"id":…, "train_seconds":…, "rows":[…]}. Throws seqlab::Error on a bad cell.
+// Trains (resuming a checkpoint in run_dir if one is there) and evaluates one cell of any kind;
+// returns {"id":…, "train_seconds":…, "rows":[…]}. Throws seqlab::Error on a bad cell.
 nlohmann::json run_cell(const nlohmann::json& cell, const std::string& run_dir);
 
 // Sets "blind_accuracy" on every row of a plain cell (one without "kind") that lacks it: the

@@ -1,7 +1,10 @@
 #include "seqlab/exp/report.h"
 
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
+#include "seqlab/exp/cells/plain.h"
+#include "seqlab/exp/tables.h"
 
 #include <fmt/format.h>
 
@@ -38,12 +41,17 @@ struct Group {
 // on all of these differ only in their seed.
 using Key = std::tuple<std::string, std::string, int64_t, int64_t, double, int64_t, std::string>;
 
-std::vector<std::string> task_order(const std::vector<nlohmann::json>& rows) {
+std::vector<PlainRow> plain_rows(const std::vector<nlohmann::json>& rows) {
+  std::vector<PlainRow> out;
+  out.reserve(rows.size());
+  for (const auto& r : rows) out.push_back(PlainRow::from_json(r));
+  return out;
+}
+
+std::vector<std::string> task_order(const std::vector<PlainRow>& rows) {
   std::vector<std::string> order;
-  for (const auto& r : rows) {
-    auto t = r.at("task").get<std::string>();
-    if (std::find(order.begin(), order.end(), t) == order.end()) order.push_back(t);
-  }
+  for (const auto& r : rows)
+    if (std::find(order.begin(), order.end(), r.task) == order.end()) order.push_back(r.task);
   return order;
 }
 
@@ -51,43 +59,34 @@ constexpr std::string_view kShareSuffix = "_share", kRightSuffix = "_right";
 
 // Adds the row's per-kind accuracies: every "<kind>_share" that has a "<kind>_right" beside it.
 // A kind absent from this test set (share 0) has no accuracy and is skipped.
-void add_kinds(const nlohmann::json& r, Group& g) {
-  const int64_t L = r.at("test_length").get<int64_t>();
-  for (const auto& [key, val] : r.items()) {
+void add_kinds(const PlainRow& r, Group& g) {
+  for (const auto& [key, val] : r.extra.items()) {
     if (key.size() <= kShareSuffix.size() ||
         key.compare(key.size() - kShareSuffix.size(), kShareSuffix.size(), kShareSuffix) != 0)
       continue;
     const std::string kind = key.substr(0, key.size() - kShareSuffix.size());
-    const std::string right_key = kind + std::string(kRightSuffix);
-    if (!val.is_number() || !r.contains(right_key)) continue;
+    const auto right = r.metric(kind + std::string(kRightSuffix));
+    if (!val.is_number() || !right) continue;
     const double share = val.get<double>();
-    g.kind_share[L][kind].push_back(share);
-    if (share > 0) g.kind_acc[L][kind].push_back(r.at(right_key).get<double>() / share);
+    g.kind_share[r.test_length][kind].push_back(share);
+    if (share > 0) g.kind_acc[r.test_length][kind].push_back(*right / share);
   }
 }
 
-std::map<Key, Group> group_rows(const std::vector<nlohmann::json>& rows) {
+std::map<Key, Group> group_rows(const std::vector<PlainRow>& rows) {
   std::map<Key, Group> groups;
   for (const auto& r : rows) {
-    const double scale = r.value("saturation_scale", 0.0);
-    Key k{r.at("task"),
-          r.at("arch"),
-          r.at("d_model"),
-          r.at("n_layer"),
-          scale,
-          r.at("train_length"),
-          r.value("train_task", r.at("task").get<std::string>())};
+    Key k{r.task, r.arch, r.d_model, r.n_layer, r.scale(), r.train_length, r.train_task};
     auto& g = groups[k];
-    g.task = std::get<0>(k);
-    g.arch = std::get<1>(k);
-    g.d_model = std::get<2>(k);
-    g.n_layer = std::get<3>(k);
-    g.scale = scale;
-    g.train_length = r.at("train_length");
-    g.acc[r.at("test_length").get<int64_t>()].push_back(r.at("accuracy").get<double>());
-    if (r.contains("accepted"))
-      g.accepted[r.at("test_length").get<int64_t>()].push_back(r.at("accepted").get<double>());
-    g.seeds.insert(r.at("seed").get<uint64_t>());
+    g.task = r.task;
+    g.arch = r.arch;
+    g.d_model = r.d_model;
+    g.n_layer = r.n_layer;
+    g.scale = r.scale();
+    g.train_length = r.train_length;
+    g.acc[r.test_length].push_back(r.accuracy);
+    if (const auto accepted = r.metric("accepted")) g.accepted[r.test_length].push_back(*accepted);
+    g.seeds.insert(r.seed);
     add_kinds(r, g);
   }
   return groups;
@@ -109,13 +108,11 @@ std::string acc_cell(const std::vector<double>& v) {
 // The input-blind baseline of a task's plain rows (blind_accuracy, exp/cell.h): test length ->
 // mean over seeds. Every architecture of one seed shares the test set, so each (length, seed)
 // counts once.
-std::map<int64_t, double> blind_means(const std::vector<nlohmann::json>& rows,
-                                      const std::string& task) {
+std::map<int64_t, double> blind_means(const std::vector<PlainRow>& rows, const std::string& task) {
   std::map<int64_t, std::map<uint64_t, double>> by_len;
   for (const auto& r : rows)
-    if (r.at("task") == task && !r.contains("saturation_scale") && r.contains("blind_accuracy"))
-      by_len[r.at("test_length").get<int64_t>()][r.at("seed").get<uint64_t>()] =
-          r.at("blind_accuracy").get<double>();
+    if (r.task == task && !r.saturation_scale && r.blind_accuracy)
+      by_len[r.test_length][r.seed] = *r.blind_accuracy;
   std::map<int64_t, double> out;
   for (const auto& [L, seeds] : by_len) {
     double sum = 0;
@@ -125,43 +122,37 @@ std::map<int64_t, double> blind_means(const std::vector<nlohmann::json>& rows,
   return out;
 }
 
+// Accuracy by test length, one row per configuration; saturated groups (saturation) are named by
+// their scale instead of depth and training length.
 std::string table_for(const std::vector<const Group*>& gs, bool saturation,
                       const std::map<int64_t, double>& blind = {}) {
   std::set<int64_t> lengths;
-  std::set<double> scales;
-  for (auto* g : gs) {
+  for (auto* g : gs)
     for (auto& [L, v] : g->acc) lengths.insert(L);
-    scales.insert(g->scale);
+  std::vector<std::string> head =
+      saturation ? std::vector<std::string>{"arch", "d_model", "scale", "seeds"}
+                 : std::vector<std::string>{"arch", "d_model", "n_layer", "seeds", "train ≤"};
+  const size_t lead = head.size();
+  for (auto L : lengths) head.push_back(std::to_string(L));
+  std::string s = md_header(head, std::string(head.size(), 'l'));
+  for (auto* g : gs) {
+    std::vector<std::string> row = {g->arch, std::to_string(g->d_model)};
+    if (saturation) {
+      row.push_back(fmt::format("{}", g->scale));
+      row.push_back(std::to_string(g->seeds.size()));
+    } else {
+      row.push_back(std::to_string(g->n_layer));
+      row.push_back(std::to_string(g->seeds.size()));
+      row.push_back(std::to_string(g->train_length));
+    }
+    for (auto L : lengths) row.push_back(g->acc.count(L) ? acc_cell(g->acc.at(L)) : "");
+    s += md_row(row);
   }
-  std::string s;
-  if (!saturation) {
-    s += "| arch | d_model | n_layer | seeds | train ≤ |";
-    for (auto L : lengths) s += fmt::format(" {} |", L);
-    s += "\n|---|---|---|---|---|";
-    for (size_t i = 0; i < lengths.size(); ++i) s += "---|";
+  if (!saturation && !blind.empty()) {
+    s += "| *input-blind* |";  // its empty cells are written " |", not md_row's "  |"
+    for (size_t i = 1; i < lead; ++i) s += " |";
+    for (auto L : lengths) s += blind.count(L) ? fmt::format(" *{:.3f}* |", blind.at(L)) : " |";
     s += "\n";
-    for (auto* g : gs) {
-      s += fmt::format("| {} | {} | {} | {} | {} |", g->arch, g->d_model, g->n_layer,
-                       g->seeds.size(), g->train_length);
-      for (auto L : lengths) s += " " + (g->acc.count(L) ? acc_cell(g->acc.at(L)) : "") + " |";
-      s += "\n";
-    }
-    if (!blind.empty()) {
-      s += "| *input-blind* | | | | |";
-      for (auto L : lengths) s += blind.count(L) ? fmt::format(" *{:.3f}* |", blind.at(L)) : " |";
-      s += "\n";
-    }
-  } else {
-    s += "| arch | d_model | scale | seeds |";
-    for (auto L : lengths) s += fmt::format(" {} |", L);
-    s += "\n|---|---|---|---|";
-    for (size_t i = 0; i < lengths.size(); ++i) s += "---|";
-    s += "\n";
-    for (auto* g : gs) {
-      s += fmt::format("| {} | {} | {} | {} |", g->arch, g->d_model, g->scale, g->seeds.size());
-      for (auto L : lengths) s += " " + (g->acc.count(L) ? acc_cell(g->acc.at(L)) : "") + " |";
-      s += "\n";
-    }
   }
   return s;
 }
@@ -241,19 +232,19 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
   auto [lines, clash] = lines_of(false);
   if (clash) lines = lines_of(true).first;
   std::string data, plot_cmds;
-  int idx = 0;
+  size_t idx = 0;
   for (const auto& [title, points] : lines) {
-    data += "# " + title + "\n";
-    for (auto& [L, v] : points) data += fmt::format("{} {}\n", L, v);
-    data += "\n\n";
-    plot_cmds += fmt::format("{}'{}' index {} with linespoints title '{}'", idx ? ", " : "",
+    std::string block;
+    for (auto& [L, v] : points) block += fmt::format("{} {}\n", L, v);
+    data += gp_block(title, block);
+    plot_cmds += fmt::format("{}'{}' index {} with linespoints title '{}'", gp_sep(idx),
                              task + ".dat", idx, title);
     ++idx;
   }
   if (!blind.empty()) {
-    data += "# input-blind baseline\n";
-    for (auto& [L, v] : blind) data += fmt::format("{} {}\n", L, v);
-    data += "\n\n";
+    std::string block;
+    for (auto& [L, v] : blind) block += fmt::format("{} {}\n", L, v);
+    data += gp_block("input-blind baseline", block);
     plot_cmds += fmt::format(
         ", '{}' index {} with lines dashtype 2 lc rgb 'gray40' title "
         "'input-blind'",
@@ -267,9 +258,7 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
                          "set yrange [0:1.05]\nset logscale x 2\nset key outside right\nset grid\n"
                          "plot {}\n",
                          task, plot_cmds));
-  for (auto& i : imgs)
-    if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
-      md += fmt::format("![{}](plots/{})\n\n", task, i);
+  md += svg_links(imgs, task);
   if (!heatmap) return md;
   // Width x length heatmaps, one per architecture.
   std::map<std::string, std::vector<const Group*>> by_arch;
@@ -290,9 +279,7 @@ std::string plots_for_task(const fs::path& dir, const std::string& task,
                                  "'{0}' using 1:2:(sprintf('%.2f', $3)) with labels offset 0,2 "
                                  "notitle\n",
                                  stem + ".dat", task, arch));
-    for (auto& i : hm)
-      if (i.substr(i.size() - 4) == ".svg")
-        md += fmt::format("![{} {}](plots/{})\n\n", task, arch, i);
+    md += svg_links(hm, task + " " + arch);
   }
   return md;
 }
@@ -310,23 +297,22 @@ std::string kinds_table(const std::vector<const Group*>& gs) {
         all.insert(all.end(), v.begin(), v.end());
       }
   if (kinds.empty()) return "";
-  std::string s = "| arch | d_model | n_layer | seeds | test length |";
-  for (auto& k : kinds) s += fmt::format(" {} |", k);
-  s += "\n|---|---|---|---|---|";
-  for (size_t i = 0; i < kinds.size(); ++i) s += "---|";
-  s += "\n";
+  std::vector<std::string> head = {"arch", "d_model", "n_layer", "seeds", "test length"};
+  head.insert(head.end(), kinds.begin(), kinds.end());
+  std::string s = md_header(head, std::string(head.size(), 'l'));
   for (auto* g : gs)
     for (auto& [L, by_kind] : g->kind_share) {
-      s += fmt::format("| {} | {} | {} | {} | {} |", g->arch, g->d_model, g->n_layer,
-                       g->seeds.size(), L);
+      std::vector<std::string> row = {g->arch, std::to_string(g->d_model),
+                                      std::to_string(g->n_layer), std::to_string(g->seeds.size()),
+                                      std::to_string(L)};
       const auto acc = g->kind_acc.find(L);
       for (auto& k : kinds) {
         std::string cell;
         if (acc != g->kind_acc.end())
           if (auto it = acc->second.find(k); it != acc->second.end()) cell = acc_cell(it->second);
-        s += " " + cell + " |";
+        row.push_back(cell);
       }
-      s += "\n";
+      s += md_row(row);
     }
   for (auto& [L, by_kind] : shares) {
     s += fmt::format("| *share of test set* | | | | {} |", L);
@@ -339,7 +325,9 @@ std::string kinds_table(const std::vector<const Group*>& gs) {
 
 }  // namespace
 
-std::string report_tables(const std::vector<nlohmann::json>& rows) {
+namespace {
+
+std::string tables_of(const std::vector<PlainRow>& rows) {
   auto groups = group_rows(rows);
   std::string md;
   for (const auto& task : task_order(rows)) {
@@ -356,15 +344,13 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
                         "at each scored position, on the same test sequences; a model at or "
                         "below it shows nothing it read from the input.",
         table_for(plain, false, blind));
-    bool any_accepted = false;
     std::vector<Group> acc_groups;
     for (auto* g : plain)
       if (!g->accepted.empty()) {
-        any_accepted = true;
         acc_groups.push_back(*g);
         acc_groups.back().acc = g->accepted;
       }
-    if (any_accepted) {
+    if (!acc_groups.empty()) {
       std::vector<const Group*> ptrs;
       for (auto& g : acc_groups) ptrs.push_back(&g);
       md += fmt::format(
@@ -386,47 +372,68 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
   return md;
 }
 
+// The plots of the accuracy-per-length report, rendered into <out>/plots.
+std::string plots_of(const SuiteSpec& spec, const std::vector<PlainRow>& rows,
+                     const std::string& out) {
+  const fs::path dir = fs::path(out) / "plots";
+  ensure_dir(dir.string());
+  auto groups = group_rows(rows);
+  std::string md = "\n## Plots\n\n";
+  for (const auto& task : task_order(rows)) {
+    std::vector<const Group*> gs;
+    for (auto& [k, g] : groups)
+      if (g.task == task && g.scale == 0) gs.push_back(&g);
+    const bool hm = std::find(spec.heatmap_tasks.begin(), spec.heatmap_tasks.end(), task) !=
+                    spec.heatmap_tasks.end();
+    md += plots_for_task(dir, task, gs, hm, blind_means(rows, task));
+  }
+  return md;
+}
+
+// The date a report says it was generated: today (UTC), or SOURCE_DATE_EPOCH's day when that is
+// set (the reproducible-builds convention), so that scripts/check_reports.sh can rebuild a
+// committed report byte for byte.
+std::string report_date() {
+  std::time_t t = std::time(nullptr);
+  if (const char* e = std::getenv("SOURCE_DATE_EPOCH"); e && *e) {
+    char* end = nullptr;
+    const long long v = std::strtoll(e, &end, 10);
+    SEQLAB_CHECK(*end == '\0' && v >= 0, "SOURCE_DATE_EPOCH must be seconds since 1970, got '{}'",
+                 e);
+    t = static_cast<std::time_t>(v);
+  }
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
+  return date;
+}
+
+}  // namespace
+
+std::string report_tables(const std::vector<nlohmann::json>& rows) {
+  return tables_of(plain_rows(rows));
+}
+
 std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json>& rows,
                          const std::string& out, bool plots, int64_t failed_cells) {
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   std::string md = fmt::format(
       "# Suite `{}`\n\n{}\n\nGenerated {} from `results.jsonl` ({} rows, "
       "{} cells failed).\n\n",
-      spec.name, spec.description, date, rows.size(), failed_cells);
+      spec.name, spec.description, report_date(), rows.size(), failed_cells);
   if (!spec.claims.empty()) md += "## What the papers claim\n\n" + spec.claims + "\n\n";
+  const bool want_plots = plots && !rows.empty();
+  if (want_plots && !have_gnuplot()) log_warn("gnuplot not found: no plots (install gnuplot-nox)");
+  const bool make_plots = want_plots && have_gnuplot();
   if (spec.custom_report) {
     std::string plot_dir;
-    if (plots && !rows.empty()) {
-      if (have_gnuplot()) {
-        plot_dir = (fs::path(out) / "plots").string();
-        ensure_dir(plot_dir);
-      } else {
-        log_warn("gnuplot not found: no plots (install gnuplot-nox)");
-      }
+    if (make_plots) {
+      plot_dir = (fs::path(out) / "plots").string();
+      ensure_dir(plot_dir);
     }
     md += spec.custom_report(rows, plot_dir);
   } else {
-    md += "## Results\n\n" + report_tables(rows);
-  }
-  if (!spec.custom_report && plots && !rows.empty()) {
-    if (!have_gnuplot()) {
-      log_warn("gnuplot not found: no plots (install gnuplot-nox)");
-    } else {
-      const fs::path dir = fs::path(out) / "plots";
-      ensure_dir(dir.string());
-      auto groups = group_rows(rows);
-      md += "\n## Plots\n\n";
-      for (const auto& task : task_order(rows)) {
-        std::vector<const Group*> gs;
-        for (auto& [k, g] : groups)
-          if (g.task == task && g.scale == 0) gs.push_back(&g);
-        const bool hm = std::find(spec.heatmap_tasks.begin(), spec.heatmap_tasks.end(), task) !=
-                        spec.heatmap_tasks.end();
-        md += plots_for_task(dir, task, gs, hm, blind_means(rows, task));
-      }
-    }
+    const auto plain = plain_rows(rows);
+    md += "## Results\n\n" + tables_of(plain);
+    if (make_plots) md += plots_of(spec, plain, out);
   }
   const std::string path = (fs::path(out) / "report.md").string();
   write_file_atomic(path, md);

@@ -5,9 +5,11 @@
 // generation speed / state memory against context length for the teacher and the RNNs.
 #include "seqlab/convert/convert.h"
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/cells/lm.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/exp/report.h"
 #include "seqlab/exp/suites/suites.h"
+#include "seqlab/exp/tables.h"
 #include "seqlab/model/adapters.h"
 
 #include <fmt/format.h>
@@ -157,51 +159,37 @@ SuiteSpec conversion_suite(bool quick) {
 
 namespace {
 
-std::string fmt_count(int64_t n) {
-  if (n >= 1000000) return fmt::format("{:.2f} M", n / 1e6);
-  if (n >= 1000) return fmt::format("{:.1f} k", n / 1e3);
-  return std::to_string(n);
-}
+using LmRows = std::vector<LmRow>;
+using ByCell = std::map<std::string, LmRow>;
 
-std::string conversion_report(const std::vector<nlohmann::json>& rows,
-                              const std::string& plot_dir) {
-  std::vector<nlohmann::json> lm, bench;
-  for (const auto& r : rows) (r.value("kind", "") == "bench" ? bench : lm).push_back(r);
-  std::map<std::string, nlohmann::json> by;
-  for (const auto& r : lm) by[r["cell"].get<std::string>()] = r;
-  std::string md = "## Validation perplexity\n\n";
-  if (lm.empty()) return md + "No model finished.\n";
+std::string perplexity_table(const LmRows& lm, double teacher) {
   const auto& any = lm.front();
-  md += fmt::format(
+  std::string md = fmt::format(
       "WordNet 3.0 glosses, byte tokenizer; valid split, consecutive windows of {} tokens, {} "
       "tokens scored; d_model {}, {} layers; seed {}. \"ppl converted\" is the converted model "
       "before any finetuning.\n\n",
-      any["eval_context"].get<int64_t>(), any["eval_tokens"].get<int64_t>(),
-      any["d_model"].get<int64_t>(), any["n_layer"].get<int64_t>(), any["seed"].get<uint64_t>());
-  md +=
-      "| model | init | trainable | steps | train time | ppl converted | valid ppl | vs teacher |\n"
-      "|---|---|---:|---:|---:|---:|---:|---:|\n";
-  const double teacher = by.count("teacher") ? by["teacher"]["ppl"].get<double>() : 0;
-  for (const auto& r : lm) {
-    const double ppl = r["ppl"].get<double>();
-    md += fmt::format(
-        "| {} | {} | {} | {} | {:.0f} s | {} | {:.3f} | {} |\n", r["label"].get<std::string>(),
-        r["init"].get<std::string>(), fmt_count(r["trainable"].get<int64_t>()),
-        r["steps"].get<int64_t>(), r["train_seconds"].get<double>(),
-        r.contains("ppl_converted") ? fmt::format("{:.1f}", r["ppl_converted"].get<double>())
-                                    : std::string(""),
-        ppl, teacher > 0 ? fmt::format("{:+.1f}%", 100 * (ppl / teacher - 1)) : "");
-  }
-  // The measured targets.
-  md += "\n## Targets\n\n";
-  auto ppl_of = [&](const std::string& id) {
-    return by.count(id) ? by[id]["ppl"].get<double>() : std::nan("");
-  };
+      any.eval_context, any.eval_tokens, any.d_model, any.n_layer, any.seed);
+  md += md_header({"model", "init", "trainable", "steps", "train time", "ppl converted",
+                   "valid ppl", "vs teacher"},
+                  "llrrrrrr");
+  for (const auto& r : lm)
+    md += md_row({r.label, r.init, fmt_count(r.trainable), std::to_string(r.steps),
+                  fmt::format("{:.0f} s", r.train_seconds),
+                  r.ppl_converted ? fmt::format("{:.1f}", *r.ppl_converted) : std::string(""),
+                  fmt::format("{:.3f}", r.ppl),
+                  teacher > 0 ? fmt::format("{:+.1f}%", 100 * (r.ppl / teacher - 1)) : ""});
+  return md;
+}
+
+// The measured targets: the best conversion against the teacher and the control, conversion
+// against training from scratch, attention transfer against none.
+std::string targets(const LmRows& lm, const ByCell& by, double teacher) {
+  std::string md = "\n## Targets\n\n";
+  auto ppl_of = [&](const std::string& id) { return by.count(id) ? by.at(id).ppl : std::nan(""); };
   double best = INFINITY;
   std::string best_id;
   for (const auto& r : lm)
-    if (r["init"] == "converted" && r["ppl"].get<double>() < best)
-      best = r["ppl"].get<double>(), best_id = r["label"].get<std::string>();
+    if (r.init == "converted" && r.ppl < best) best = r.ppl, best_id = r.label;
   if (teacher > 0 && std::isfinite(best))
     md += fmt::format(
         "- Best converted model within 5% of the teacher: {} ({}: {:.3f} vs "
@@ -219,100 +207,125 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows,
     if (std::isnan(c) || std::isnan(sc)) continue;
     md +=
         fmt::format("- Converted beats from-scratch at equal steps ({}): {} ({:.3f} vs {:.3f}).\n",
-                    by["conv_" + std::string(fm)]["label"].get<std::string>(),
-                    c < sc ? "**yes**" : "**no**", c, sc);
+                    by.at("conv_" + std::string(fm)).label, c < sc ? "**yes**" : "**no**", c, sc);
   }
   const double at = ppl_of("conv_hedgehog_at"), nat = ppl_of("conv_hedgehog");
   if (!std::isnan(at) && !std::isnan(nat))
     md += fmt::format("- Attention transfer beats none (Hedgehog): {} ({:.3f} vs {:.3f}).\n",
                       at < nat ? "**yes**" : "**no**", at, nat);
-  if (by.count("conv_hedgehog_at") && by["conv_hedgehog_at"].contains("distill_before")) {
-    const auto& r = by["conv_hedgehog_at"];
-    md += fmt::format(
-        "\n## Attention transfer ({} steps, {:.0f} s)\n\nRow cross-entropy between "
-        "the teacher's softmax attention and the Hedgehog feature maps' attention, "
-        "on a held-out batch:\n\n| layer | before | after |\n|---:|---:|---:|\n",
-        r["distill_steps"].get<int64_t>(), r.value("distill_seconds", 0.0));
-    for (size_t l = 0; l < r["distill_before"].size(); ++l)
-      md += fmt::format("| {} | {:.4f} | {:.4f} |\n", l, r["distill_before"][l].get<double>(),
-                        r["distill_after"][l].get<double>());
-  }
-  if (!bench.empty()) {
+  return md;
+}
+
+std::string transfer_table(const LmRow& r) {
+  std::string md = fmt::format(
+      "\n## Attention transfer ({} steps, {:.0f} s)\n\nRow cross-entropy between "
+      "the teacher's softmax attention and the Hedgehog feature maps' attention, "
+      "on a held-out batch:\n\n",
+      r.distill_steps, r.distill_seconds.value_or(0.0));
+  md += md_header({"layer", "before", "after"}, "rrr");
+  const auto& before = *r.distill_before;
+  for (size_t l = 0; l < before.size(); ++l)
+    md += md_row({std::to_string(l), fmt::format("{:.4f}", before[l]),
+                  fmt::format("{:.4f}", r.distill_after.value().at(l))});
+  return md;
+}
+
+std::string bench_table(const std::vector<BenchRow>& bench) {
+  std::string md =
+      "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
+      "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
+      "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
+      "(infer/); tokens/s over the last tokens before each context length; state = the KV "
+      "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
+      "Absolute speeds are this machine's; compare rows.\n\n";
+  md += md_header({"model", "engine", "context", "tokens/s", "state"}, "llrrr");
+  for (const auto& b : bench)
     md +=
-        "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
-        "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
-        "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
-        "(infer/); tokens/s over the last tokens before each context length; state = the KV "
-        "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
-        "Absolute speeds are this machine's; compare rows.\n\n"
-        "| model | engine | context | tokens/s | state |\n|---|---|---:|---:|---:|\n";
-    for (const auto& b : bench)
-      md += fmt::format("| {} | {} | {} | {:.0f} | {:.1f} KiB |\n", b["label"].get<std::string>(),
-                        b.value("engine", "torch"), b["context"].get<int64_t>(),
-                        b["tokens_per_s"].get<double>(), b["state_bytes"].get<int64_t>() / 1024.0);
-  }
-  if (plot_dir.empty()) return md;
-  md += "\n## Plots\n\n";
-  // Learning curves.
+        md_row({b.label, b.engine, std::to_string(b.context), fmt::format("{:.0f}", b.tokens_per_s),
+                fmt::format("{:.1f} KiB", b.state_bytes / 1024.0)});
+  return md;
+}
+
+// Learning curves of every model with one.
+std::string curve_plot(const LmRows& lm, const std::string& plot_dir) {
   std::string data, cmds;
-  int idx = 0;
+  size_t idx = 0;
   for (const auto& r : lm) {
-    if (r["curve"].empty()) continue;
-    data += "# " + r["label"].get<std::string>() + "\n";
-    for (const auto& p : r["curve"])
-      data += fmt::format("{} {}\n", p[0].get<int64_t>(), p[1].get<double>());
-    data += "\n\n";
-    cmds += fmt::format("{}'curves.dat' index {} with linespoints title '{}'", idx ? ", " : "", idx,
-                        r["label"].get<std::string>());
+    if (r.curve.empty()) continue;
+    std::string block;
+    for (const auto& [step, ppl] : r.curve) block += fmt::format("{} {}\n", step, ppl);
+    data += gp_block(r.label, block);
+    cmds += fmt::format("{}'curves.dat' index {} with linespoints title '{}'", gp_sep(idx), idx,
+                        r.label);
     ++idx;
   }
-  auto embed = [&](const std::vector<std::string>& imgs, const std::string& alt) {
-    for (const auto& i : imgs)
-      if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
-        md += fmt::format("![{}](plots/{})\n\n", alt, i);
-  };
-  if (idx) {
-    write_file_atomic(plot_dir + "/curves.dat", data);
-    embed(render_plot(plot_dir, "curves",
-                      "set title 'validation perplexity during training'\nset xlabel 'step'\n"
-                      "set ylabel 'valid ppl'\nset logscale y\nset key below\nset grid\n"
-                      "plot " +
-                          cmds + "\n"),
-          "learning curves");
+  if (!idx) return "";
+  write_file_atomic(plot_dir + "/curves.dat", data);
+  return svg_links(render_plot(plot_dir, "curves",
+                               "set title 'validation perplexity during training'\nset xlabel "
+                               "'step'\nset ylabel 'valid ppl'\nset logscale y\nset key "
+                               "below\nset grid\nplot " +
+                                   cmds + "\n"),
+                   "learning curves");
+}
+
+// Speed and state memory against context, one line per (model, engine).
+std::string bench_plots(const std::vector<BenchRow>& bench, const std::string& plot_dir) {
+  std::map<std::string, std::string> series;
+  std::vector<std::string> order;
+  for (const auto& b : bench) {
+    const auto l = b.label + " [" + b.engine + "]";
+    if (!series.count(l)) order.push_back(l);
+    series[l] += fmt::format("{} {} {}\n", b.context, b.tokens_per_s, b.state_bytes / 1024.0);
   }
-  if (!bench.empty()) {
-    std::map<std::string, std::string> series;
-    std::vector<std::string> order;
-    for (const auto& b : bench) {
-      const auto l = b["label"].get<std::string>() + " [" + b.value("engine", "torch") + "]";
-      if (!series.count(l)) order.push_back(l);
-      series[l] +=
-          fmt::format("{} {} {}\n", b["context"].get<int64_t>(), b["tokens_per_s"].get<double>(),
-                      b["state_bytes"].get<int64_t>() / 1024.0);
-    }
-    std::string bd, sp, mem;
-    for (size_t i = 0; i < order.size(); ++i) {
-      bd += "# " + order[i] + "\n" + series[order[i]] + "\n\n";
-      sp += fmt::format("{}'bench.dat' index {} using 1:2 with linespoints title '{}'",
-                        i ? ", " : "", i, order[i]);
-      mem += fmt::format("{}'bench.dat' index {} using 1:3 with linespoints title '{}'",
-                         i ? ", " : "", i, order[i]);
-    }
-    write_file_atomic(plot_dir + "/bench.dat", bd);
-    embed(render_plot(plot_dir, "speed",
-                      "set title 'generation speed vs context'\nset xlabel 'context (tokens)'\n"
-                      "set ylabel 'tokens/s'\nset logscale x 2\nset key below\nset grid\n"
-                      "plot " +
-                          sp + "\n"),
-          "speed");
-    embed(render_plot(
-              plot_dir, "memory",
-              "set title 'generation state memory vs context'\nset xlabel 'context (tokens)'\n"
-              "set ylabel 'state (KiB)'\nset logscale xy 2\nset key below\nset grid\n"
-              "plot " +
-                  mem + "\n"),
-          "memory");
+  std::string bd, sp, mem;
+  for (size_t i = 0; i < order.size(); ++i) {
+    bd += gp_block(order[i], series[order[i]]);
+    sp += fmt::format("{}'bench.dat' index {} using 1:2 with linespoints title '{}'", gp_sep(i), i,
+                      order[i]);
+    mem += fmt::format("{}'bench.dat' index {} using 1:3 with linespoints title '{}'", gp_sep(i), i,
+                       order[i]);
   }
+  write_file_atomic(plot_dir + "/bench.dat", bd);
+  std::string md =
+      svg_links(render_plot(plot_dir, "speed",
+                            "set title 'generation speed vs context'\nset xlabel 'context "
+                            "(tokens)'\nset ylabel 'tokens/s'\nset logscale x 2\nset key "
+                            "below\nset grid\nplot " +
+                                sp + "\n"),
+                "speed");
+  md += svg_links(render_plot(plot_dir, "memory",
+                              "set title 'generation state memory vs context'\nset xlabel "
+                              "'context (tokens)'\nset ylabel 'state (KiB)'\nset logscale xy "
+                              "2\nset key below\nset grid\nplot " +
+                                  mem + "\n"),
+                  "memory");
+  return md;
+}
+
+std::string conversion_report(const std::vector<nlohmann::json>& rows,
+                              const std::string& plot_dir) {
+  LmRows lm;
+  std::vector<BenchRow> bench;
+  for (const auto& r : rows)
+    if (r.value("kind", "") == "bench")
+      bench.push_back(read_row<BenchRow>(r));
+    else
+      lm.push_back(read_row<LmRow>(r));
+  ByCell by;
+  for (const auto& r : lm) by[r.cell] = r;
+  std::string md = "## Validation perplexity\n\n";
+  if (lm.empty()) return md + "No model finished.\n";
+  const double teacher = by.count("teacher") ? by.at("teacher").ppl : 0;
+  md += perplexity_table(lm, teacher);
+  md += targets(lm, by, teacher);
+  if (by.count("conv_hedgehog_at") && by.at("conv_hedgehog_at").distill_before)
+    md += transfer_table(by.at("conv_hedgehog_at"));
+  if (!bench.empty()) md += bench_table(bench);
+  if (plot_dir.empty()) return md;
+  md += "\n## Plots\n\n";
+  md += curve_plot(lm, plot_dir);
+  if (!bench.empty()) md += bench_plots(bench, plot_dir);
   return md;
 }
 

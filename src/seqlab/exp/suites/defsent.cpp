@@ -6,12 +6,14 @@
 // prediction layer; DefSent+ (Liu 2024) trains copies against entry embeddings built
 // progressively from the encoder's own definition embeddings, plain and whitened, for several
 // rounds. Every model is measured on the reverse dictionary (held-out entries: MRR, recall@10),
-// the Wu–Palmer similarity proxy (Spearman) and isotropy (exp/defsent_cell.h,
+// the Wu–Palmer similarity proxy (Spearman) and isotropy (exp/cells/defsent.h,
 // methods/embed_eval.h).
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/cells/defsent.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/exp/report.h"
 #include "seqlab/exp/suites/suites.h"
+#include "seqlab/exp/tables.h"
 
 #include <fmt/format.h>
 
@@ -106,7 +108,7 @@ Stat stat(const std::vector<double>& v) {
 std::string cell(const Stat& s, int digits = 3) {
   if (s.n == 0) return "—";
   if (s.n == 1) return fmt::format("{:.{}f}", s.mean, digits);
-  return fmt::format("{:.{}f} ± {:.{}f}", s.mean, digits, s.sd, digits);
+  return fmt_mean_sd(s.mean, s.sd, digits);
 }
 
 // For values spanning orders of magnitude (the partition ratio).
@@ -117,108 +119,81 @@ std::string cell_g(const Stat& s) {
 }
 
 const std::vector<std::string> kMethods = {"random", "mlm", "defsent", "defsent+", "defsent+white"};
-const std::vector<std::string> kMetrics = {"mrr",      "recall10",  "spearman",
-                                           "mean_cos", "partition", "top_pc"};
 
-std::string defsent_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir) {
-  // (arch, method) -> metric -> values over seeds; DefSent+ rows: the last round of each cell.
-  std::map<std::string, int64_t> last_round;
-  for (const auto& r : rows)
-    last_round[r["cell"].get<std::string>()] =
-        std::max(last_round[r["cell"].get<std::string>()], r["round"].get<int64_t>());
-  std::map<std::string, std::map<std::string, std::map<std::string, std::vector<double>>>> by;
-  std::map<std::string, std::map<int64_t, std::map<std::string, std::vector<double>>>> rounds;
-  std::map<std::string, std::string> labels;
-  std::map<std::string, std::vector<double>> secs;
-  for (const auto& r : rows) {
-    const auto arch = r["arch"].get<std::string>(), method = r["method"].get<std::string>();
-    const auto round = r["round"].get<int64_t>();
-    labels[method] = r.value("label", method);
-    if (method.rfind("defsent+", 0) == 0)
-      for (const auto& k : kMetrics)
-        rounds[arch + " " + method][round][k].push_back(r[k].get<double>());
-    if (round != last_round[r["cell"].get<std::string>()]) continue;
-    for (const auto& k : kMetrics) by[arch][method][k].push_back(r[k].get<double>());
-    if (r.contains("train_seconds")) secs[method].push_back(r["train_seconds"].get<double>());
+// One metric's values over seeds, for each metric the report shows.
+struct Metrics {
+  std::vector<double> mrr, recall10, spearman, mean_cos, partition, top_pc;
+  void add(const DefsentRow& r) {
+    mrr.push_back(r.mrr);
+    recall10.push_back(r.recall10);
+    spearman.push_back(r.spearman);
+    mean_cos.push_back(r.mean_cos);
+    partition.push_back(r.partition);
+    top_pc.push_back(r.top_pc);
   }
+};
+
+std::string method_table(const std::map<std::string, Metrics>& methods,
+                         std::map<std::string, std::string>& labels) {
+  std::string md = md_header({"method", "seeds", "MRR", "recall@10", "Spearman (WuP proxy)",
+                              "mean cos", "partition ratio", "top-PC var"},
+                             "llllllll");
+  for (const auto& m : kMethods) {
+    auto it = methods.find(m);
+    if (it == methods.end()) continue;
+    const auto& v = it->second;
+    md += md_row({labels[m], std::to_string(v.mrr.size()), cell(stat(v.mrr), 4),
+                  cell(stat(v.recall10), 4), cell(stat(v.spearman)), cell(stat(v.mean_cos)),
+                  cell_g(stat(v.partition)), cell(stat(v.top_pc))});
+  }
+  auto mean = [&](const std::string& m, std::vector<double> Metrics::*k) {
+    auto it = methods.find(m);
+    return it == methods.end() ? std::nan("") : stat(it->second.*k).mean;
+  };
+  md += "\nTarget (means over seeds): ";
+  for (const auto& [name, k] :
+       {std::pair{"MRR", &Metrics::mrr}, std::pair{"Spearman", &Metrics::spearman}}) {
+    const double b = mean("mlm", k), d = mean("defsent", k),
+                 p = std::max(mean("defsent+", k), mean("defsent+white", k));
+    md += fmt::format(
+        "{}: DefSent > MLM {}, DefSent+ (best variant) > DefSent {}, "
+        "DefSent+ > MLM {}. ",
+        name, d > b ? "yes" : "**no**", p > d ? "yes" : "**no**", p > b ? "yes" : "**no**");
+  }
+  return md + "\n\n";
+}
+
+std::string rounds_table(const std::map<std::string, std::map<int64_t, Metrics>>& rounds) {
   std::string md =
-      "Reverse dictionary: held-out definitions against every test-split entry word (cosine). "
-      "Similarity: Spearman between the cosine of two held-out noun definitions and the "
-      "Wu–Palmer similarity of their synsets — a proxy for STS, not STS. Isotropy of the query "
-      "embeddings: mean cosine of all pairs (0 = isotropic), partition ratio min/max Z(c) over "
-      "± eigenvectors (1 = isotropic), share of variance on the top principal component. "
-      "Mean ± sd over seeds; DefSent+ at its last round.\n\n";
-  for (const auto& [arch, methods] : by) {
-    md += fmt::format("## {} encoder\n\n", arch);
-    md +=
-        "| method | seeds | MRR | recall@10 | Spearman (WuP proxy) | mean cos | partition "
-        "ratio | top-PC var |\n|---|---|---|---|---|---|---|---|\n";
-    for (const auto& m : kMethods) {
-      auto it = methods.find(m);
-      if (it == methods.end()) continue;
-      const auto& v = it->second;
-      md +=
-          fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", labels[m], v.at("mrr").size(),
-                      cell(stat(v.at("mrr")), 4), cell(stat(v.at("recall10")), 4),
-                      cell(stat(v.at("spearman"))), cell(stat(v.at("mean_cos"))),
-                      cell_g(stat(v.at("partition"))), cell(stat(v.at("top_pc"))));
-    }
-    auto mean = [&](const std::string& m, const std::string& k) {
-      auto it = methods.find(m);
-      return it == methods.end() ? std::nan("") : stat(it->second.at(k)).mean;
-    };
-    md += "\nTarget (means over seeds): ";
-    for (const auto& k : {std::string("mrr"), std::string("spearman")}) {
-      const double b = mean("mlm", k), d = mean("defsent", k),
-                   p = std::max(mean("defsent+", k), mean("defsent+white", k));
-      md += fmt::format(
-          "{}: DefSent > MLM {}, DefSent+ (best variant) > DefSent {}, "
-          "DefSent+ > MLM {}. ",
-          k == "mrr" ? "MRR" : "Spearman", d > b ? "yes" : "**no**", p > d ? "yes" : "**no**",
-          p > b ? "yes" : "**no**");
-    }
-    md += "\n\n";
-  }
-  if (!rounds.empty()) {
-    md +=
-        "## DefSent+ by round\n\n| encoder, method | round | MRR | Spearman | mean cos | "
-        "partition ratio |\n|---|---|---|---|---|---|\n";
-    for (const auto& [name, rs] : rounds)
-      for (const auto& [round, v] : rs)
-        md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", name, round,
-                          cell(stat(v.at("mrr")), 4), cell(stat(v.at("spearman"))),
-                          cell(stat(v.at("mean_cos"))), cell_g(stat(v.at("partition"))));
-    md += "\n";
-  }
-  if (!secs.empty()) {
-    md += "Training seconds (mean over seeds; DefSent+: its last round): ";
-    for (const auto& [m, v] : secs) md += fmt::format("{} {:.0f}; ", m, stat(v).mean);
-    md += "\n";
-  }
-  if (plot_dir.empty()) return md;
-  // One point per (method, seed) and metric: x = the method's position.
+      "## DefSent+ by round\n\n" +
+      md_header({"encoder, method", "round", "MRR", "Spearman", "mean cos", "partition ratio"},
+                "llllll");
+  for (const auto& [name, rs] : rounds)
+    for (const auto& [round, v] : rs)
+      md += md_row({name, std::to_string(round), cell(stat(v.mrr), 4), cell(stat(v.spearman)),
+                    cell(stat(v.mean_cos)), cell_g(stat(v.partition))});
+  return md + "\n";
+}
+
+// One scatter per metric, one point per (method, seed): x = the method's position.
+std::string defsent_plots(const std::vector<DefsentRow>& rows,
+                          const std::map<std::string, int64_t>& last_round,
+                          const std::string& plot_dir) {
   std::string data;
   std::string xtics;
-  int idx = 0;
+  size_t idx = 0;
   for (size_t i = 0; i < kMethods.size(); ++i) {
     bool any = false;
     for (const auto& r : rows)
-      if (r["method"] == kMethods[i] &&
-          r["round"].get<int64_t>() == last_round[r["cell"].get<std::string>()]) {
-        data += fmt::format("{} {} {} {}\n", i, r["mrr"].get<double>(), r["spearman"].get<double>(),
-                            r["mean_cos"].get<double>());
+      if (r.method == kMethods[i] && r.round == last_round.at(r.cell)) {
+        data += fmt::format("{} {} {} {}\n", i, r.mrr, r.spearman, r.mean_cos);
         any = true;
       }
-    if (any) xtics += fmt::format("{}'{}' {}", idx++ ? ", " : "", kMethods[i], i);
+    if (any) xtics += fmt::format("{}'{}' {}", gp_sep(idx++), kMethods[i], i);
   }
-  if (data.empty()) return md;
+  if (data.empty()) return "";
   write_file_atomic(plot_dir + "/defsent.dat", data);
-  md += "\n## Plots\n\n";
-  auto embed = [&](const std::vector<std::string>& imgs, const std::string& alt) {
-    for (const auto& i : imgs)
-      if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
-        md += fmt::format("![{}](plots/{})\n\n", alt, i);
-  };
+  std::string md = "\n## Plots\n\n";
   const std::string head =
       fmt::format("set xtics ({})\nset xrange [-0.5:{}]\nset grid\nset key off\n", xtics,
                   kMethods.size() - 0.5);
@@ -239,12 +214,50 @@ std::string defsent_report(const std::vector<nlohmann::json>& rows, const std::s
        "mean cosine by method"},
   };
   for (const auto& p : panels)
-    embed(render_plot(plot_dir, p.stem,
-                      head + fmt::format("set title '{}'\nset ylabel '{}'\nplot 'defsent.dat' "
-                                         "using 1:{} with points pt 7 ps 1.5\n",
-                                         p.title, p.ylabel, p.column)),
-          p.alt);
+    md += svg_links(
+        render_plot(plot_dir, p.stem,
+                    head + fmt::format("set title '{}'\nset ylabel '{}'\nplot 'defsent.dat' "
+                                       "using 1:{} with points pt 7 ps 1.5\n",
+                                       p.title, p.ylabel, p.column)),
+        p.alt);
   return md;
+}
+
+std::string defsent_report(const std::vector<nlohmann::json>& json_rows,
+                           const std::string& plot_dir) {
+  std::vector<DefsentRow> rows;
+  for (const auto& j : json_rows) rows.push_back(read_row<DefsentRow>(j));
+  // (arch, method) -> metric -> values over seeds; DefSent+ rows: the last round of each cell.
+  std::map<std::string, int64_t> last_round;
+  for (const auto& r : rows) last_round[r.cell] = std::max(last_round[r.cell], r.round);
+  std::map<std::string, std::map<std::string, Metrics>> by;
+  std::map<std::string, std::map<int64_t, Metrics>> rounds;
+  std::map<std::string, std::string> labels;
+  std::map<std::string, std::vector<double>> secs;
+  for (const auto& r : rows) {
+    labels[r.method] = r.label;
+    if (r.method.rfind("defsent+", 0) == 0) rounds[r.arch + " " + r.method][r.round].add(r);
+    if (r.round != last_round[r.cell]) continue;
+    by[r.arch][r.method].add(r);
+    if (r.train_seconds) secs[r.method].push_back(*r.train_seconds);
+  }
+  std::string md =
+      "Reverse dictionary: held-out definitions against every test-split entry word (cosine). "
+      "Similarity: Spearman between the cosine of two held-out noun definitions and the "
+      "Wu–Palmer similarity of their synsets — a proxy for STS, not STS. Isotropy of the query "
+      "embeddings: mean cosine of all pairs (0 = isotropic), partition ratio min/max Z(c) over "
+      "± eigenvectors (1 = isotropic), share of variance on the top principal component. "
+      "Mean ± sd over seeds; DefSent+ at its last round.\n\n";
+  for (const auto& [arch, methods] : by)
+    md += fmt::format("## {} encoder\n\n", arch) + method_table(methods, labels);
+  if (!rounds.empty()) md += rounds_table(rounds);
+  if (!secs.empty()) {
+    md += "Training seconds (mean over seeds; DefSent+: its last round): ";
+    for (const auto& [m, v] : secs) md += fmt::format("{} {:.0f}; ", m, stat(v).mean);
+    md += "\n";
+  }
+  if (plot_dir.empty()) return md;
+  return md + defsent_plots(rows, last_round, plot_dir);
 }
 
 }  // namespace

@@ -3,14 +3,18 @@
 // supersenses, WordNet-relation NLI and a synthetic task of known difficulty and known annotator
 // disagreement.
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/cells/classify.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/exp/report.h"
 #include "seqlab/exp/suites/suites.h"
+#include "seqlab/exp/tables.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <map>
+#include <optional>
+#include <type_traits>
 
 namespace seqlab {
 
@@ -108,128 +112,160 @@ SuiteSpec exit_swag_suite(bool quick) {
 namespace {
 
 // Mean and sd over seeds of one field of a group of rows.
-std::pair<double, double> mean_sd(const std::vector<nlohmann::json>& rs, const char* key) {
-  double m = 0, v = 0;
-  for (const auto& r : rs) m += r[key].get<double>();
-  m /= static_cast<double>(rs.size());
-  for (const auto& r : rs) v += (r[key].get<double>() - m) * (r[key].get<double>() - m);
-  return {m, rs.size() > 1 ? std::sqrt(v / static_cast<double>(rs.size() - 1)) : 0.0};
+template <class Row, class Field>
+SampleStats over_seeds(const std::vector<Row>& rs, Field Row::*field) {
+  std::vector<double> v;
+  for (const auto& r : rs) {
+    if constexpr (std::is_same_v<Field, std::optional<double>>)
+      v.push_back((r.*field).value_or(0.0));
+    else
+      v.push_back(static_cast<double>(r.*field));
+  }
+  return sample_stats(v);
 }
 
-std::string fmt_ms(const std::pair<double, double>& p, int prec = 4) {
-  return p.second > 0 ? fmt::format("{:.{}f} ± {:.{}f}", p.first, prec, p.second, prec)
-                      : fmt::format("{:.{}f}", p.first, prec);
+std::string fmt_ms(const SampleStats& p, int prec = 4) {
+  return p.sd > 0 ? fmt_mean_sd(p.mean, p.sd, prec) : fmt::format("{:.{}f}", p.mean, prec);
+}
+
+// Rows by label, then by threshold / exit / method, over seeds; labels in order of appearance.
+struct Grouped {
+  std::map<std::string, std::map<double, std::vector<ExitCurveRow>>> curve;
+  std::map<std::string, std::map<int64_t, std::vector<ExitCalibrationRow>>> cal;
+  std::map<std::string, std::map<std::string, std::vector<UncertaintyRow>>> unc;
+  std::vector<std::string> curve_order, unc_order;
+};
+
+Grouped group(const std::vector<nlohmann::json>& rows) {
+  Grouped g;
+  for (const auto& j : rows) {
+    const auto kind = j.value("kind", "");
+    if (kind == "exit_curve") {
+      const auto r = read_row<ExitCurveRow>(j);
+      if (!g.curve.count(r.label)) g.curve_order.push_back(r.label);
+      g.curve[r.label][r.threshold].push_back(r);
+    } else if (kind == "exit_calibration") {
+      const auto r = read_row<ExitCalibrationRow>(j);
+      g.cal[r.label][r.exit].push_back(r);
+    } else if (kind == "uncertainty") {
+      const auto r = read_row<UncertaintyRow>(j);
+      if (!g.unc.count(r.label)) g.unc_order.push_back(r.label);
+      g.unc[r.label][r.method].push_back(r);
+    }
+  }
+  return g;
+}
+
+std::string calibration_table(const std::map<int64_t, std::vector<ExitCalibrationRow>>& cal) {
+  std::string md =
+      md_header({"exit", "layer", "T", "accuracy", "ECE (T=1)", "ECE (T)", "NLL (T=1)", "NLL (T)"},
+                "llllllll");
+  using R = ExitCalibrationRow;
+  for (const auto& [j, rs] : cal)
+    md += fmt::format("| {} | {} | {:.3f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", j,
+                      rs.front().layer, over_seeds(rs, &R::temperature).mean,
+                      over_seeds(rs, &R::accuracy).mean, over_seeds(rs, &R::ece_before).mean,
+                      over_seeds(rs, &R::ece_after).mean, over_seeds(rs, &R::nll_before).mean,
+                      over_seeds(rs, &R::nll_after).mean);
+  return md +
+         "\nTemperatures fitted on the valid split; ECE and NLL measured on the test split.\n\n";
+}
+
+// One task's early-exit curve, the target, and its calibration per exit.
+std::string exit_section(const Grouped& g, const std::string& label) {
+  using R = ExitCurveRow;
+  const auto& c = g.curve.at(label);
+  const auto& full_rows = c.rbegin()->second;  // the highest threshold (> 1): every layer
+  const double n_layer = static_cast<double>(full_rows.front().n_layer);
+  const double full = over_seeds(full_rows, &R::accuracy).mean;
+  const bool diff = full_rows.front().has_difficulty;
+  std::string md =
+      fmt::format("### {}\n\n| threshold | accuracy | mean layers | speed-up | examples/s |{}\n",
+                  label, diff ? " ρ(layers, difficulty) |" : "");
+  md += std::string("|---|---|---|---|---|") + (diff ? "---|" : "") + "\n";
+  double best = 1.0;
+  std::string best_th = "none";
+  for (const auto& [th, rs] : c) {
+    const auto acc = over_seeds(rs, &R::accuracy);
+    const auto ml = over_seeds(rs, &R::mean_layers);
+    md +=
+        fmt::format("| {:.2f} | {} | {:.2f} | {:.2f}x | {:.0f} |{}\n", th, fmt_ms(acc), ml.mean,
+                    n_layer / ml.mean, over_seeds(rs, &R::examples_per_s).mean,
+                    diff ? fmt::format(" {:.3f} |", over_seeds(rs, &R::difficulty_rho).mean) : "");
+    if (acc.mean >= full - 0.01 && n_layer / ml.mean > best) {
+      best = n_layer / ml.mean;
+      best_th = fmt::format("{:.2f}", th);
+    }
+  }
+  md += fmt::format(
+      "\nTarget (≥ 2x fewer layers at ≤ 1 point of accuracy lost against all layers, {:.4f}): "
+      "best {:.2f}x at threshold {} — {}\n\n",
+      full, best, best_th, best >= 2.0 ? "met ✓" : "not met");
+  if (g.cal.count(label)) md += calibration_table(g.cal.at(label));
+  return md;
+}
+
+std::string swag_section(const Grouped& g, const std::string& label) {
+  using R = UncertaintyRow;
+  const auto& u = g.unc.at(label);
+  const bool ann = u.begin()->second.front().entropy_pearson.has_value();
+  std::string md =
+      fmt::format("### {}\n\n| method | accuracy | NLL | ECE |{}\n|---|---|---|---|{}\n", label,
+                  ann ? " r(H, H_ann) | ρ(H, H_ann) | KL |" : "", ann ? "---|---|---|" : "");
+  for (const std::string m : {"sgd", "swa", "swag"}) {
+    if (!u.count(m)) continue;
+    const auto& rs = u.at(m);
+    md += fmt::format(
+        "| {} | {} | {} | {} |{}\n", m, fmt_ms(over_seeds(rs, &R::accuracy)),
+        fmt_ms(over_seeds(rs, &R::nll)), fmt_ms(over_seeds(rs, &R::ece)),
+        ann ? fmt::format(" {} | {} | {} |", fmt_ms(over_seeds(rs, &R::entropy_pearson), 3),
+                          fmt_ms(over_seeds(rs, &R::entropy_spearman), 3),
+                          fmt_ms(over_seeds(rs, &R::kl_annotators)))
+            : "");
+  }
+  return md + "\n";
+}
+
+std::string exit_plot(const Grouped& g, const std::string& plot_dir) {
+  using R = ExitCurveRow;
+  std::string data, cmds;
+  for (size_t i = 0; i < g.curve_order.size(); ++i) {
+    std::string block;
+    for (const auto& [th, rs] : g.curve.at(g.curve_order[i]))
+      block += fmt::format("{} {} {}\n", over_seeds(rs, &R::mean_layers).mean,
+                           over_seeds(rs, &R::accuracy).mean, th);
+    data += gp_block(g.curve_order[i], block);
+    cmds += fmt::format("{}'exit.dat' index {} using 1:2 with linespoints title '{}'", gp_sep(i), i,
+                        g.curve_order[i]);
+  }
+  write_file_atomic(plot_dir + "/exit.dat", data);
+  return "## Plots\n\n" + svg_links(render_plot(plot_dir, "early_exit",
+                                                "set title 'early exit: accuracy vs layers "
+                                                "used'\nset xlabel 'mean layers run per "
+                                                "example'\nset ylabel 'test accuracy'\nset key "
+                                                "below\nset grid\nplot " +
+                                                    cmds + "\n"),
+                                    "early exit");
 }
 
 std::string exit_swag_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir) {
-  // Group by (label, threshold) / (label, exit) / (label, method), over seeds.
-  std::map<std::string, std::map<double, std::vector<nlohmann::json>>> curve;
-  std::map<std::string, std::map<int64_t, std::vector<nlohmann::json>>> cal;
-  std::map<std::string, std::map<std::string, std::vector<nlohmann::json>>> unc;
-  std::vector<std::string> curve_order, unc_order;
-  for (const auto& r : rows) {
-    const auto kind = r.value("kind", "");
-    const auto label = r.value("label", "");
-    if (kind == "exit_curve") {
-      if (!curve.count(label)) curve_order.push_back(label);
-      curve[label][r["threshold"].get<double>()].push_back(r);
-    } else if (kind == "exit_calibration") {
-      cal[label][r["exit"].get<int64_t>()].push_back(r);
-    } else if (kind == "uncertainty") {
-      if (!unc.count(label)) unc_order.push_back(label);
-      unc[label][r["method"].get<std::string>()].push_back(r);
-    }
-  }
+  const auto g = group(rows);
   std::string md = "## Early exit\n\n";
   md +=
       "Each example alone (batch 1, padding trimmed), test split; the model stops at the first "
       "exit whose calibrated top probability reaches the threshold (above 1: every layer). "
       "Speed-up = layers / mean layers used. ρ = Spearman correlation of the layers used with "
       "the example's known difficulty (difficulty task only).\n\n";
-  for (const auto& label : curve_order) {
-    const auto& c = curve[label];
-    const auto& full_rows = c.rbegin()->second;  // the highest threshold (> 1): every layer
-    const double n_layer = full_rows.front()["n_layer"].get<double>();
-    const double full = mean_sd(full_rows, "accuracy").first;
-    const bool diff = full_rows.front().value("has_difficulty", false);
-    md +=
-        fmt::format("### {}\n\n| threshold | accuracy | mean layers | speed-up | examples/s |{}\n",
-                    label, diff ? " ρ(layers, difficulty) |" : "");
-    md += std::string("|---|---|---|---|---|") + (diff ? "---|" : "") + "\n";
-    double best = 1.0;
-    std::string best_th = "none";
-    for (const auto& [th, rs] : c) {
-      auto acc = mean_sd(rs, "accuracy");
-      auto ml = mean_sd(rs, "mean_layers");
-      md += fmt::format("| {:.2f} | {} | {:.2f} | {:.2f}x | {:.0f} |{}\n", th, fmt_ms(acc),
-                        ml.first, n_layer / ml.first, mean_sd(rs, "examples_per_s").first,
-                        diff ? fmt::format(" {:.3f} |", mean_sd(rs, "difficulty_rho").first) : "");
-      if (acc.first >= full - 0.01 && n_layer / ml.first > best) {
-        best = n_layer / ml.first;
-        best_th = fmt::format("{:.2f}", th);
-      }
-    }
-    md += fmt::format(
-        "\nTarget (≥ 2x fewer layers at ≤ 1 point of accuracy lost against all layers, {:.4f}): "
-        "best {:.2f}x at threshold {} — {}\n\n",
-        full, best, best_th, best >= 2.0 ? "met ✓" : "not met");
-    if (cal.count(label)) {
-      md += "| exit | layer | T | accuracy | ECE (T=1) | ECE (T) | NLL (T=1) | NLL (T) |\n";
-      md += "|---|---|---|---|---|---|---|---|\n";
-      for (const auto& [j, rs] : cal[label])
-        md += fmt::format("| {} | {} | {:.3f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", j,
-                          rs.front()["layer"].get<int64_t>(), mean_sd(rs, "temperature").first,
-                          mean_sd(rs, "accuracy").first, mean_sd(rs, "ece_before").first,
-                          mean_sd(rs, "ece_after").first, mean_sd(rs, "nll_before").first,
-                          mean_sd(rs, "nll_after").first);
-      md += "\nTemperatures fitted on the valid split; ECE and NLL measured on the test split.\n\n";
-    }
-  }
+  for (const auto& label : g.curve_order) md += exit_section(g, label);
   md += "## SWAG\n\n";
   md +=
       "Test split. sgd = the final weights; swa = the mean of the snapshots; swag = the Bayesian "
       "model average of the samples. r / ρ = Pearson / Spearman correlation of the predictive "
       "entropy with the annotators' entropy; KL = mean KL(annotators ‖ prediction) (difficulty "
       "task only: its annotators are known).\n\n";
-  for (const auto& label : unc_order) {
-    const auto& u = unc[label];
-    const bool ann = u.begin()->second.front().contains("entropy_pearson");
-    md += fmt::format("### {}\n\n| method | accuracy | NLL | ECE |{}\n|---|---|---|---|{}\n", label,
-                      ann ? " r(H, H_ann) | ρ(H, H_ann) | KL |" : "", ann ? "---|---|---|" : "");
-    for (const std::string m : {"sgd", "swa", "swag"}) {
-      if (!u.count(m)) continue;
-      const auto& rs = u.at(m);
-      md += fmt::format(
-          "| {} | {} | {} | {} |{}\n", m, fmt_ms(mean_sd(rs, "accuracy")),
-          fmt_ms(mean_sd(rs, "nll")), fmt_ms(mean_sd(rs, "ece")),
-          ann ? fmt::format(" {} | {} | {} |", fmt_ms(mean_sd(rs, "entropy_pearson"), 3),
-                            fmt_ms(mean_sd(rs, "entropy_spearman"), 3),
-                            fmt_ms(mean_sd(rs, "kl_annotators")))
-              : "");
-    }
-    md += "\n";
-  }
-  if (plot_dir.empty() || curve_order.empty()) return md;
-  std::string data, cmds;
-  for (size_t i = 0; i < curve_order.size(); ++i) {
-    data += "# " + curve_order[i] + "\n";
-    for (const auto& [th, rs] : curve[curve_order[i]])
-      data += fmt::format("{} {} {}\n", mean_sd(rs, "mean_layers").first,
-                          mean_sd(rs, "accuracy").first, th);
-    data += "\n\n";
-    cmds += fmt::format("{}'exit.dat' index {} using 1:2 with linespoints title '{}'",
-                        i ? ", " : "", i, curve_order[i]);
-  }
-  write_file_atomic(plot_dir + "/exit.dat", data);
-  md += "## Plots\n\n";
-  for (const auto& img : render_plot(plot_dir, "early_exit",
-                                     "set title 'early exit: accuracy vs layers used'\n"
-                                     "set xlabel 'mean layers run per example'\n"
-                                     "set ylabel 'test accuracy'\nset key below\nset grid\nplot " +
-                                         cmds + "\n"))
-    if (img.size() > 4 && img.substr(img.size() - 4) == ".svg")
-      md += fmt::format("![early exit](plots/{})\n\n", img);
-  return md;
+  for (const auto& label : g.unc_order) md += swag_section(g, label);
+  if (plot_dir.empty() || g.curve_order.empty()) return md;
+  return md + exit_plot(g, plot_dir);
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 // of each architecture; each model is then probed (frozen, linear head) and finetuned on POS
 // tagging and subject-number classification in each language.
 #include "seqlab/core/atomic_file.h"
+#include "seqlab/exp/cells/objectives.h"
 #include "seqlab/exp/report.h"
 #include "seqlab/exp/suites/suites.h"
+#include "seqlab/exp/tables.h"
 #include "seqlab/methods/objectives.h"
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace seqlab {
 
@@ -90,67 +93,86 @@ Stat stat(const std::vector<double>& v) {
 
 std::string cell_text(const Stat& s) {
   if (s.n == 0) return "—";
-  return fmt::format("{:.3f} ± {:.3f}", s.mean, s.sd);
+  return fmt_mean_sd(s.mean, s.sd, 3);
 }
 
 const std::vector<std::pair<std::string, std::string>> kColumns = {
     {"pos", "probe"}, {"pos", "finetune"}, {"label", "probe"}, {"label", "finetune"}};
+const std::vector<std::string> kStackOrder = {"decoder", "encoder", "encdec"};
 
-std::string objectives_report(const std::vector<nlohmann::json>& rows,
-                              const std::string& plot_dir) {
-  // acc[arch][stack][objective][task/mode][language][seed]
-  using Key = std::tuple<std::string, std::string, std::string>;  // arch, stack, objective
-  std::map<Key, std::map<std::string, std::map<std::string, std::map<uint64_t, double>>>> acc;
-  // Report order: by arch, then the grid's (stack, objective) order.
-  struct GridOrder {
-    static size_t rank(const Key& k) {
-      for (size_t i = 0; i < kGrid.size(); ++i)
-        if (kGrid[i].first == std::get<1>(k) && kGrid[i].second == std::get<2>(k)) return i;
-      return kGrid.size();
-    }
-    bool operator()(const Key& a, const Key& b) const {
-      return std::make_tuple(std::get<0>(a), rank(a), a) <
-             std::make_tuple(std::get<0>(b), rank(b), b);
-    }
-  };
-  std::map<Key, nlohmann::json, GridOrder> first;
-  std::set<std::string> languages;
-  std::set<uint64_t> seeds;
-  for (const auto& r : rows) {
-    if (r.value("kind", "") != "objectives") continue;
-    const Key k{r["arch"].get<std::string>(), r["stack"].get<std::string>(),
-                r["objective"].get<std::string>()};
-    const auto col = r["task"].get<std::string>() + "/" + r["mode"].get<std::string>();
-    acc[k][col][r["language"].get<std::string>()][r["seed"].get<uint64_t>()] =
-        r["accuracy"].get<double>();
-    if (!first.count(k)) first[k] = r;
-    languages.insert(r["language"].get<std::string>());
-    seeds.insert(r["seed"].get<uint64_t>());
+using Key = std::tuple<std::string, std::string, std::string>;  // arch, stack, objective
+
+// Report order: by arch, then the grid's (stack, objective) order.
+struct GridOrder {
+  static size_t rank(const Key& k) {
+    for (size_t i = 0; i < kGrid.size(); ++i)
+      if (kGrid[i].first == std::get<1>(k) && kGrid[i].second == std::get<2>(k)) return i;
+    return kGrid.size();
   }
-  if (acc.empty()) return "No objectives rows.\n";
+  bool operator()(const Key& a, const Key& b) const {
+    return std::make_tuple(std::get<0>(a), rank(a), a) <
+           std::make_tuple(std::get<0>(b), rank(b), b);
+  }
+};
+
+// The accuracies of every (arch, stack, objective) by task/mode, language and seed, and the
+// first row of each (for its model's settings), in report order.
+struct Table {
+  std::map<Key, std::map<std::string, std::map<std::string, std::map<uint64_t, double>>>> acc;
+  std::map<Key, ObjectivesRow, GridOrder> first;
+  std::set<std::string> languages, archs;
+  std::set<uint64_t> seeds;
+
   // Per seed, the mean over languages; then mean ± sd over seeds.
-  auto over_langs = [&](const Key& k, const std::string& col) {
+  Stat over_langs(const Key& k, const std::string& col) const {
     std::vector<double> v;
-    if (!acc[k].count(col)) return stat(v);
+    auto a = acc.find(k);
+    if (a == acc.end() || !a->second.count(col)) return stat(v);
+    const auto& by_lang = a->second.at(col);
     for (uint64_t s : seeds) {
       double sum = 0;
       size_t n = 0;
       for (const auto& l : languages)
-        if (acc[k][col].count(l) && acc[k][col][l].count(s)) sum += acc[k][col][l][s], ++n;
+        if (by_lang.count(l) && by_lang.at(l).count(s)) sum += by_lang.at(l).at(s), ++n;
       if (n == languages.size()) v.push_back(sum / n);
     }
     return stat(v);
-  };
-  auto one_lang = [&](const Key& k, const std::string& col, const std::string& l) {
+  }
+  Stat one_lang(const Key& k, const std::string& col, const std::string& l) const {
     std::vector<double> v;
-    if (acc[k].count(col) && acc[k][col].count(l))
-      for (const auto& [s, a] : acc[k][col][l]) v.push_back(a);
+    auto a = acc.find(k);
+    if (a != acc.end() && a->second.count(col) && a->second.at(col).count(l))
+      for (const auto& [s, x] : a->second.at(col).at(l)) v.push_back(x);
     return stat(v);
-  };
-  const auto& a = first.begin()->second;
+  }
+  // The configurations of one arch and stack, in report order.
+  std::vector<std::pair<Key, const ObjectivesRow*>> of(const std::string& arch,
+                                                       const std::string& stack) const {
+    std::vector<std::pair<Key, const ObjectivesRow*>> out;
+    for (const auto& [k, r] : first)
+      if (std::get<0>(k) == arch && std::get<1>(k) == stack) out.emplace_back(k, &r);
+    return out;
+  }
+};
+
+Table tabulate(const std::vector<ObjectivesRow>& rows) {
+  Table t;
+  for (const auto& r : rows) {
+    const Key k{r.arch, r.stack, r.objective};
+    t.acc[k][r.task + "/" + r.mode][r.language][r.seed] = r.accuracy;
+    if (!t.first.count(k)) t.first[k] = r;
+    t.languages.insert(r.language);
+    t.seeds.insert(r.seed);
+    t.archs.insert(r.arch);
+  }
+  return t;
+}
+
+std::string setup_section(const Table& t) {
+  const auto& a = t.first.begin()->second;
   int64_t max_steps = 0;
-  for (const auto& [k, r] : first) max_steps = std::max(max_steps, r["steps"].get<int64_t>());
-  std::string md = fmt::format(
+  for (const auto& [k, r] : t.first) max_steps = std::max(max_steps, r.steps);
+  return fmt::format(
       "## Setup\n\nSynthetic corpus (tasks/grammar.h): three languages L0 (SVO, adjective before "
       "the noun, prepositions), L1 (SOV, adjective after, postpositions, particles after the "
       "verb), L2 (VOS); disjoint vocabularies; four noun/verb homographs per language. Tasks: "
@@ -162,133 +184,133 @@ std::string objectives_report(const std::vector<nlohmann::json>& rows,
       "(encdec: {} encoder + {} decoder; downstream uses its encoder), {} pretraining steps of "
       "{} token positions each (pair objectives: half as many rows of twice the length), seeds "
       "{}. Cells: mean over the {} languages per seed, then mean ± sd over seeds.\n\n",
-      a.value("ft_train", int64_t{0}), a.value("probe_train", int64_t{0}),
-      a.value("test_size", int64_t{0}), a["d_model"].get<int64_t>(), a["n_layer"].get<int64_t>(),
-      a["n_layer"].get<int64_t>() / 2,
-      a["n_layer"].get<int64_t>() - a["n_layer"].get<int64_t>() / 2, max_steps,
-      a["tokens_per_step"].get<int64_t>(), seeds.size(), languages.size());
-  std::set<std::string> archs;
-  for (const auto& [k, v] : acc) archs.insert(std::get<0>(k));
-  std::vector<std::string> stack_order = {"decoder", "encoder", "encdec"};
-  for (const auto& arch : archs) {
-    md += fmt::format(
-        "## Objectives × architectures × tasks ({})\n\n"
-        "| architecture | objective | parameters | held-out pretrain loss | POS probe | POS "
-        "finetune | subject-number probe | subject-number finetune |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|\n",
-        arch);
-    for (const auto& st : stack_order)
-      for (const auto& [k, r] : first) {
-        if (std::get<0>(k) != arch || std::get<1>(k) != st) continue;
-        std::string loss = r["objective"] == "none"
-                               ? "—"
-                               : fmt::format("{:.3f}", r["pretrain_heldout_loss"].get<double>());
-        md += fmt::format("| {} | {} | {} | {} |", st, std::get<2>(k),
-                          r["parameters"].get<int64_t>(), loss);
-        for (const auto& [t, m] : kColumns)
-          md += " " + cell_text(over_langs(k, t + "/" + m)) + " |";
-        md += "\n";
+      a.ft_train, a.probe_train, a.test_size, a.d_model, a.n_layer, a.n_layer / 2,
+      a.n_layer - a.n_layer / 2, max_steps, a.tokens_per_step, t.seeds.size(), t.languages.size());
+}
+
+std::string column_name(const std::string& task) {
+  return task == "pos" ? "POS" : "subj-num";
+}
+
+// Objectives x architectures x tasks, then per language, for one arch.
+std::string arch_tables(const Table& t, const std::string& arch) {
+  std::string md = fmt::format("## Objectives × architectures × tasks ({})\n\n", arch);
+  md += md_header({"architecture", "objective", "parameters", "held-out pretrain loss", "POS probe",
+                   "POS finetune", "subject-number probe", "subject-number finetune"},
+                  "llrrrrrr");
+  for (const auto& st : kStackOrder)
+    for (const auto& [k, r] : t.of(arch, st)) {
+      std::vector<std::string> row = {
+          st, std::get<2>(k), std::to_string(r->parameters),
+          r->objective == "none" ? "—" : fmt::format("{:.3f}", r->pretrain_heldout_loss)};
+      for (const auto& [task, mode] : kColumns)
+        row.push_back(cell_text(t.over_langs(k, task + "/" + mode)));
+      md += md_row(row);
+    }
+  md +=
+      "\nThe held-out loss is each objective's own (next-token, masked-word or target-token "
+      "cross-entropy on 512 held-out rows): comparable within an objective, not across.\n";
+  md += fmt::format("\n### Per language ({})\n\n", arch);
+  std::vector<std::string> head = {"architecture", "objective"};
+  for (const auto& [task, mode] : kColumns)
+    for (const auto& l : t.languages)
+      head.push_back(fmt::format("{} {} {}", column_name(task), mode, l));
+  md += md_header(head, "ll" + std::string(head.size() - 2, 'r'));
+  for (const auto& st : kStackOrder)
+    for (const auto& [k, r] : t.of(arch, st)) {
+      std::string line = fmt::format("| {} | {} |", st, std::get<2>(k));
+      for (const auto& [task, mode] : kColumns)
+        for (const auto& l : t.languages) {
+          auto s = t.one_lang(k, task + "/" + mode, l);
+          line += s.n ? fmt::format(" {:.3f} |", s.mean) : " — |";
+        }
+      md += line + "\n";
+    }
+  return md + "\n";
+}
+
+// "+0.120 (clear; 2·se = 0.100)": the difference of means, clear when above twice its standard
+// error over seeds.
+std::string diff_text(const Stat& x, const Stat& y) {
+  const double d = x.mean - y.mean;
+  const double se =
+      std::sqrt(x.sd * x.sd / std::max<int64_t>(1, x.n) + y.sd * y.sd / std::max<int64_t>(1, y.n));
+  const char* verdict = se > 0 && std::fabs(d) > 2 * se ? "clear" : "within noise";
+  return fmt::format("{:+.3f} ({}; 2·se = {:.3f})", d, verdict, 2 * se);
+}
+
+// The best objective of each stack, per task and mode.
+std::string best_table(const Table& t, const std::string& arch) {
+  std::string md =
+      "Best objective per architecture and task (mean over languages and seeds; baselines "
+      "without pretraining included):\n\n| architecture |";
+  for (const auto& [task, mode] : kColumns) md += fmt::format(" {} {} |", column_name(task), mode);
+  md += "\n|---|---|---|---|---|\n";
+  for (const auto& st : kStackOrder) {
+    md += "| " + st + " |";
+    for (const auto& [task, mode] : kColumns) {
+      std::string best;
+      double bv = -1;
+      for (const auto& [k, r] : t.of(arch, st)) {
+        auto s = t.over_langs(k, task + "/" + mode);
+        if (s.n && s.mean > bv) bv = s.mean, best = std::get<2>(k);
       }
-    md +=
-        "\nThe held-out loss is each objective's own (next-token, masked-word or target-token "
-        "cross-entropy on 512 held-out rows): comparable within an objective, not across.\n";
-    md += fmt::format("\n### Per language ({})\n\n| architecture | objective |", arch);
-    std::string sep = "|---|---|";
-    for (const auto& [t, m] : kColumns)
-      for (const auto& l : languages) {
-        md += fmt::format(" {} {} {} |", t == "pos" ? "POS" : "subj-num", m, l);
-        sep += "---:|";
-      }
-    md += "\n" + sep + "\n";
-    for (const auto& st : stack_order)
-      for (const auto& [k, r] : first) {
-        if (std::get<0>(k) != arch || std::get<1>(k) != st) continue;
-        md += fmt::format("| {} | {} |", st, std::get<2>(k));
-        for (const auto& [t, m] : kColumns)
-          for (const auto& l : languages) {
-            auto s = one_lang(k, t + "/" + m, l);
-            md += s.n ? fmt::format(" {:.3f} |", s.mean) : " — |";
-          }
-        md += "\n";
-      }
+      md += best.empty() ? " — |" : fmt::format(" {} ({:.3f}) |", best, bv);
+    }
     md += "\n";
   }
-  // The paper's observations, checked per arch and column.
-  md += "## The paper's observations at this scale\n\n";
-  auto diff_text = [](const Stat& x, const Stat& y) {
-    const double d = x.mean - y.mean;
-    const double se = std::sqrt(x.sd * x.sd / std::max<int64_t>(1, x.n) +
-                                y.sd * y.sd / std::max<int64_t>(1, y.n));
-    const char* verdict = se > 0 && std::fabs(d) > 2 * se ? "clear" : "within noise";
-    return fmt::format("{:+.3f} ({}; 2·se = {:.3f})", d, verdict, 2 * se);
+  return md;
+}
+
+// The paper's observations, checked for one arch: best objectives, translation against the
+// monolingual objectives, pretraining against none.
+std::string observations(const Table& t, const std::string& arch) {
+  auto K = [&](const std::string& st, const std::string& o) { return Key{arch, st, o}; };
+  std::string md = fmt::format("### {}\n\n", arch) + best_table(t, arch);
+  md +=
+      "\nTranslation against its own architecture's monolingual objective (difference of "
+      "means, translation minus the other; \"clear\" when it exceeds twice its standard "
+      "error over seeds):\n\n| comparison | POS probe | POS finetune | subj-num probe | "
+      "subj-num finetune |\n|---|---:|---:|---:|---:|\n";
+  const std::vector<std::tuple<std::string, Key, Key>> comps = {
+      {"decoder: clm_pairs − clm", K("decoder", "clm_pairs"), K("decoder", "clm")},
+      {"encdec: translate − denoise", K("encdec", "translate"), K("encdec", "denoise")},
+      {"encdec translate − encoder mlm", K("encdec", "translate"), K("encoder", "mlm")},
+      {"decoder clm_pairs − encoder mlm", K("decoder", "clm_pairs"), K("encoder", "mlm")},
   };
-  for (const auto& arch : archs) {
-    auto K = [&](const std::string& st, const std::string& o) { return Key{arch, st, o}; };
-    md += fmt::format("### {}\n\n", arch);
-    md +=
-        "Best objective per architecture and task (mean over languages and seeds; baselines "
-        "without pretraining included):\n\n| architecture |";
-    for (const auto& [t, m] : kColumns)
-      md += fmt::format(" {} {} |", t == "pos" ? "POS" : "subj-num", m);
-    md += "\n|---|---|---|---|---|\n";
-    std::map<std::string, std::vector<std::string>> best_by_stack;
-    for (const auto& st : stack_order) {
-      md += "| " + st + " |";
-      for (const auto& [t, m] : kColumns) {
-        std::string best;
-        double bv = -1;
-        for (const auto& [k, r] : first)
-          if (std::get<0>(k) == arch && std::get<1>(k) == st) {
-            auto s = over_langs(k, t + "/" + m);
-            if (s.n && s.mean > bv) bv = s.mean, best = std::get<2>(k);
-          }
-        best_by_stack[st].push_back(best);
-        md += best.empty() ? " — |" : fmt::format(" {} ({:.3f}) |", best, bv);
-      }
-      md += "\n";
-    }
-    md +=
-        "\nTranslation against its own architecture's monolingual objective (difference of "
-        "means, translation minus the other; \"clear\" when it exceeds twice its standard "
-        "error over seeds):\n\n| comparison | POS probe | POS finetune | subj-num probe | "
-        "subj-num finetune |\n|---|---:|---:|---:|---:|\n";
-    const std::vector<std::tuple<std::string, Key, Key>> comps = {
-        {"decoder: clm_pairs − clm", K("decoder", "clm_pairs"), K("decoder", "clm")},
-        {"encdec: translate − denoise", K("encdec", "translate"), K("encdec", "denoise")},
-        {"encdec translate − encoder mlm", K("encdec", "translate"), K("encoder", "mlm")},
-        {"decoder clm_pairs − encoder mlm", K("decoder", "clm_pairs"), K("encoder", "mlm")},
-    };
-    for (const auto& [name, x, y] : comps) {
-      if (!acc.count(x) || !acc.count(y)) continue;
-      md += "| " + name + " |";
-      for (const auto& [t, m] : kColumns)
-        md += " " + diff_text(over_langs(x, t + "/" + m), over_langs(y, t + "/" + m)) + " |";
-      md += "\n";
-    }
-    md +=
-        "\nPretraining against none (the same architecture untrained), probe columns:\n\n"
-        "| architecture | objective | POS probe gain | subj-num probe gain |\n"
-        "|---|---|---:|---:|\n";
-    for (const auto& [k, r] : first) {
-      if (std::get<0>(k) != arch || std::get<2>(k) == "none") continue;
-      const Key base{arch, std::get<1>(k), "none"};
-      if (!acc.count(base)) continue;
-      md += fmt::format("| {} | {} | {} | {} |\n", std::get<1>(k), std::get<2>(k),
-                        diff_text(over_langs(k, "pos/probe"), over_langs(base, "pos/probe")),
-                        diff_text(over_langs(k, "label/probe"), over_langs(base, "label/probe")));
-    }
-    md += "\n";
+  for (const auto& [name, x, y] : comps) {
+    if (!t.acc.count(x) || !t.acc.count(y)) continue;
+    std::vector<std::string> row = {name};
+    for (const auto& [task, mode] : kColumns)
+      row.push_back(
+          diff_text(t.over_langs(x, task + "/" + mode), t.over_langs(y, task + "/" + mode)));
+    md += md_row(row);
   }
-  if (plot_dir.empty() || archs.empty()) return md;
-  // Grouped bars: one group per (stack, objective), one bar per task/mode, error bars = sd.
-  const std::string arch = *archs.begin();
+  md +=
+      "\nPretraining against none (the same architecture untrained), probe columns:\n\n"
+      "| architecture | objective | POS probe gain | subj-num probe gain |\n"
+      "|---|---|---:|---:|\n";
+  for (const auto& [k, r] : t.first) {
+    if (std::get<0>(k) != arch || std::get<2>(k) == "none") continue;
+    const Key base{arch, std::get<1>(k), "none"};
+    if (!t.acc.count(base)) continue;
+    md += md_row({std::get<1>(k), std::get<2>(k),
+                  diff_text(t.over_langs(k, "pos/probe"), t.over_langs(base, "pos/probe")),
+                  diff_text(t.over_langs(k, "label/probe"), t.over_langs(base, "label/probe"))});
+  }
+  return md + "\n";
+}
+
+// Grouped bars for the first arch: one group per (stack, objective), one bar per task/mode,
+// error bars = sd.
+std::string objectives_plot(const Table& t, const std::string& plot_dir) {
+  const std::string arch = *t.archs.begin();
   std::string data = "# label pos_probe sd pos_ft sd label_probe sd label_ft sd\n";
-  for (const auto& st : stack_order)
-    for (const auto& [k, r] : first) {
-      if (std::get<0>(k) != arch || std::get<1>(k) != st) continue;
+  for (const auto& st : kStackOrder)
+    for (const auto& [k, r] : t.of(arch, st)) {
       data += fmt::format("\"{}\\n{}\"", st, std::get<2>(k));
-      for (const auto& [t, m] : kColumns) {
-        auto s = over_langs(k, t + "/" + m);
+      for (const auto& [task, mode] : kColumns) {
+        auto s = t.over_langs(k, task + "/" + mode);
         data += fmt::format(" {:.4f} {:.4f}", s.mean, s.sd);
       }
       data += "\n";
@@ -303,12 +325,20 @@ std::string objectives_report(const std::vector<nlohmann::json>& rows,
       "finetune', '' using 6:7 title 'subject-number probe', '' using 8:9 title 'subject-number "
       "finetune'\n",
       arch);
-  const auto imgs = render_plot(plot_dir, "objectives", body);
-  md += "## Plot\n\n";
-  for (const auto& i : imgs)
-    if (i.size() > 4 && i.substr(i.size() - 4) == ".svg")
-      md += fmt::format("![downstream accuracy by objective](plots/{})\n\n", i);
-  return md;
+  return "## Plot\n\n" +
+         svg_links(render_plot(plot_dir, "objectives", body), "downstream accuracy by objective");
+}
+
+std::string objectives_report(const std::vector<nlohmann::json>& rows,
+                              const std::string& plot_dir) {
+  const auto t = tabulate(read_rows_of_kind<ObjectivesRow>(rows, "objectives"));
+  if (t.acc.empty()) return "No objectives rows.\n";
+  std::string md = setup_section(t);
+  for (const auto& arch : t.archs) md += arch_tables(t, arch);
+  md += "## The paper's observations at this scale\n\n";
+  for (const auto& arch : t.archs) md += observations(t, arch);
+  if (plot_dir.empty() || t.archs.empty()) return md;
+  return md + objectives_plot(t, plot_dir);
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
-#include "seqlab/exp/mae_deq_cell.h"
+// Cell kind mae_deq (exp/cells/mae_deq.h): train one model, then measure its perplexity or
+// mixture accuracy, its gate's specialisation (MAE), its solver (DEQ) and its training memory.
+#include "seqlab/exp/cells/mae_deq.h"
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/exp/cells/kinds.h"
 #include "seqlab/mixers/mae.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/copy_reverse_sort.h"
@@ -9,13 +12,12 @@
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
-#include "seqlab/train/trainer.h"
 
 #include <malloc.h>
 #include <sys/resource.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -23,6 +25,18 @@
 namespace seqlab {
 
 namespace fs = std::filesystem;
+
+void to_json(nlohmann::json& j, const DeqTracePoint& p) {
+  j = nlohmann::json::array({p.step, p.iters, p.residual, p.bwd_iters, p.bwd_residual});
+}
+
+void from_json(const nlohmann::json& j, DeqTracePoint& p) {
+  p.step = j.at(0).get<int64_t>();
+  p.iters = j.at(1).get<int64_t>();
+  p.residual = j.at(2).get<double>();
+  p.bwd_iters = j.at(3).get<int64_t>();
+  p.bwd_residual = j.at(4).get<double>();
+}
 
 namespace {
 
@@ -89,16 +103,17 @@ double mutual_information(const std::vector<std::vector<double>>& n) {
   return mi;
 }
 
-// [[step, iters, residual, bwd_iters, bwd_residual], ..] from a run's metrics.jsonl.
-nlohmann::json deq_trace(const std::string& dir) {
-  nlohmann::json t = nlohmann::json::array();
+// Every logged step's solver trace from a run's metrics.jsonl.
+std::vector<DeqTracePoint> deq_trace(const std::string& dir) {
+  std::vector<DeqTracePoint> t;
   std::stringstream ss(read_file((fs::path(dir) / kMetricsFile).string()));
   std::string line;
   while (std::getline(ss, line)) {
     try {
       auto j = nlohmann::json::parse(line);
       if (!j.contains("deq_iters")) continue;
-      t.push_back({j["step"], j["deq_iters"], j["deq_residual"], j.value("deq_bwd_iters", 0),
+      t.push_back({j["step"].get<int64_t>(), j["deq_iters"].get<int64_t>(),
+                   j["deq_residual"].get<double>(), j.value("deq_bwd_iters", int64_t{0}),
                    j.value("deq_bwd_residual", 0.0)});
     } catch (const nlohmann::json::exception&) {
     }
@@ -108,25 +123,26 @@ nlohmann::json deq_trace(const std::string& dir) {
 
 // The mixture: accuracy per task, and for an MAE the gate's first-ranked expert at SEP per layer.
 void measure_mixture(SeqModelImpl& model, const CopyReverseSortTask& task, int64_t length,
-                     int64_t n, uint64_t seed, nlohmann::json& row) {
+                     int64_t n, uint64_t seed, MaeDeqRow& row) {
   torch::NoGradGuard ng;
   model.eval();
   auto b = task.sample(n, length, seed);
   auto tasks = task.task_of(b.input);                   // [N]
   auto pred = model.forward(b.input).argmax(-1);        // [N,T]
   auto right = (pred == b.target).logical_and(b.mask);  // [N,T]
-  nlohmann::json by_task = nlohmann::json::object();
+  std::map<std::string, double> by_task;
   for (int64_t k = 0; k < CopyReverseSortTask::kTasks; ++k) {
     auto rows = tasks == k;  // [N]
     auto scored = b.mask.index({rows}).sum().item<double>();
     by_task[CopyReverseSortTask::kNames[k]] =
         scored > 0 ? right.index({rows}).sum().item<double>() / scored : 0.0;
   }
-  row["accuracy_by_task"] = by_task;
+  row.accuracy_by_task = by_task;
   if (!model.config().mixer.mae) return;
   const int64_t sep = task.input_length(length);  // the SEP token's position
   auto inputs = model.mixer_inputs(b.input);
-  nlohmann::json mi = nlohmann::json::array(), counts = nlohmann::json::array();
+  std::vector<double> mi;
+  std::vector<std::vector<std::vector<double>>> counts;
   for (size_t l = 0; l < inputs.size(); ++l) {
     auto mae = std::dynamic_pointer_cast<MaeImpl>(model.blocks->ptr<BlockImpl>(l)->mixer);
     SEQLAB_CHECK(mae, "layer {} is not an MAE", l);
@@ -139,68 +155,76 @@ void measure_mixture(SeqModelImpl& model, const CopyReverseSortTask& task, int64
     mi.push_back(mutual_information(c));
     counts.push_back(c);
   }
-  row["mi_bits"] = mi;
-  row["experts_by_task"] = counts;
+  row.mi_bits = mi;
+  row.experts_by_task = counts;
 }
 
-}  // namespace
+// The row's fields that do not depend on the measurement.
+MaeDeqRow base_row(const MaeDeqCellConfig& c, const ModelConfig& cfg, const TrainOutcome& o,
+                   double rss_start, double rss_peak) {
+  MaeDeqRow row;
+  row.cell = c.id;
+  row.group = c.group;
+  row.label = c.label.value_or(c.id);
+  row.task = c.task.task;
+  row.arch = cfg.mixer.arch;
+  row.mae = cfg.mixer.mae;
+  row.mae_schedule = c.train.mae_schedule;
+  row.deq = cfg.deq.enabled ? cfg.deq.backward : "";
+  row.deq_solver = cfg.deq.enabled ? cfg.deq.solver : "";
+  row.depth = cfg.deq.enabled ? cfg.deq.max_iter : cfg.n_layer;
+  row.d_model = cfg.mixer.d_model;
+  row.n_layer = cfg.n_layer;
+  row.parameters = o.parameters;
+  row.steps = o.steps;
+  row.batch = c.train.batch;
+  row.train_length = c.task.max_len;
+  row.train_seconds = o.seconds;
+  row.seed = c.train.seed;
+  row.rss_start_mb = rss_start;
+  row.rss_peak_mb = rss_peak;
+  row.train_mem_mb = rss_peak - rss_start;
+  row.resumed = o.start_step > 0;
+  return row;
+}
 
-nlohmann::json run_mae_deq_cell(const nlohmann::json& cell, const std::string& run_dir) {
-  const auto id = cell.at("id").get<std::string>();
-  const std::string src = "cell " + id;
-  auto mc = ModelConfig::from_json(cell.at("model"), src);
-  auto tc = TaskConfig::from_json(cell.at("task"), src);
-  auto trc = TrainConfig::from_json(cell.at("train"), src);
+nlohmann::json run_mae_deq(const nlohmann::json& cell, const std::string& run_dir) {
+  const auto c = read_spec<MaeDeqCellConfig>(cell, cell_source(cell));
+  const auto& tc = c.task;
+  const auto& trc = c.train;
   const std::string model_dir = (fs::path(run_dir) / "model").string();
   const double rss_start = peak_rss_mb();
-  auto o = train_model(mc, tc, trc, model_dir, /*resume=*/true);
+  auto o = train_model(c.model, tc, trc, model_dir, /*resume=*/true);
   const double rss_peak = peak_rss_mb();
   auto m = load_model_dir(model_dir);
   const auto& cfg = m.config;
   const auto task = make_task(tc);
-  nlohmann::json row = {{"kind", "mae_deq"},
-                        {"cell", id},
-                        {"group", cell.value("group", "")},
-                        {"label", cell.value("label", id)},
-                        {"task", tc.task},
-                        {"arch", cfg.mixer.arch},
-                        {"mae", cfg.mixer.mae},
-                        {"mae_schedule", trc.mae_schedule},
-                        {"deq", cfg.deq.enabled ? cfg.deq.backward : ""},
-                        {"deq_solver", cfg.deq.enabled ? cfg.deq.solver : ""},
-                        {"depth", cfg.deq.enabled ? cfg.deq.max_iter : cfg.n_layer},
-                        {"d_model", cfg.mixer.d_model},
-                        {"n_layer", cfg.n_layer},
-                        {"parameters", o.parameters},
-                        {"steps", o.steps},
-                        {"batch", trc.batch},
-                        {"train_length", tc.max_len},
-                        {"train_seconds", o.seconds},
-                        {"seed", trc.seed},
-                        {"rss_start_mb", rss_start},
-                        {"rss_peak_mb", rss_peak},
-                        {"train_mem_mb", rss_peak - rss_start},
-                        {"resumed", o.start_step > 0}};
+  auto row = base_row(c, cfg, o, rss_start, rss_peak);
   if (const auto* lm = dynamic_cast<const LmTask*>(task.get())) {
-    const int64_t context =
-        cell.contains("eval") ? cell["eval"].value("context", tc.max_len) : tc.max_len;
-    const int64_t tokens = cell.contains("eval") ? cell["eval"].value("max_tokens", 65536) : 65536;
-    auto r = evaluate_lm(*m.model, *lm, Split::valid, context, 8, tokens);
-    row["ppl"] = r.ppl;
-    row["eval_tokens"] = r.tokens;
-    row["eval_context"] = context;
+    const int64_t context = c.eval.context.value_or(tc.max_len);
+    auto r = evaluate_lm(*m.model, *lm, Split::valid, context, 8, c.eval.max_tokens);
+    row.ppl = r.ppl;
+    row.eval_tokens = r.tokens;
+    row.eval_context = context;
   } else {
-    const int64_t n = cell.value("eval_size", 600);
+    const int64_t n = c.eval_size;
     auto ev = evaluate(*m.model, *task, tc.max_len, n, 64, trc.seed);
-    row["accuracy"] = ev.accuracy;
-    row["seq_accuracy"] = ev.seq_accuracy;
+    row.accuracy = ev.accuracy;
+    row.seq_accuracy = ev.seq_accuracy;
     if (const auto* crs = dynamic_cast<const CopyReverseSortTask*>(task.get()))
       measure_mixture(*m.model, *crs, tc.max_len, n, eval_seed(trc.seed, tc.max_len) + 1, row);
   }
-  if (cfg.deq.enabled) row["deq_trace"] = deq_trace(model_dir);
-  if (cell.value("group", "") == "deq")
-    row["step_mem_mb"] = step_memory_mb(*m.model, *task, trc.batch, tc.max_len, trc.seed);
-  return {{"id", id}, {"train_seconds", o.seconds}, {"rows", {row}}};
+  if (cfg.deq.enabled) row.deq_trace = deq_trace(model_dir);
+  if (c.group == "deq")
+    row.step_mem_mb = step_memory_mb(*m.model, *task, trc.batch, tc.max_len, trc.seed);
+  return {{"id", c.id}, {"train_seconds", o.seconds}, {"rows", {row.to_json()}}};
 }
+
+}  // namespace
+
+SEQLAB_REGISTER_CELL_KIND("mae_deq", 60,
+                          "train an MAE, DEQ or reference model; perplexity or mixture accuracy, "
+                          "expert specialisation, solver trace, training memory",
+                          run_mae_deq, check_spec<MaeDeqCellConfig>);
 
 }  // namespace seqlab

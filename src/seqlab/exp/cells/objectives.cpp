@@ -1,4 +1,6 @@
-#include "seqlab/exp/objectives_cell.h"
+// Cell kind objectives (exp/cells/objectives.h): pretrain with one objective, then probe and
+// finetune on the downstream tasks in every language.
+#include "seqlab/exp/cells/objectives.h"
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/blas_check.h"
@@ -6,8 +8,9 @@
 #include "seqlab/core/json_read.h"
 #include "seqlab/core/log.h"
 #include "seqlab/core/safetensors.h"
-#include "seqlab/tasks/task.h"
+#include "seqlab/exp/cells/kinds.h"
 #include "seqlab/methods/downstream.h"
+#include "seqlab/tasks/task.h"
 
 #include <chrono>
 #include <filesystem>
@@ -68,32 +71,33 @@ nlohmann::json run_objectives(ObjectivesConfig cfg, const std::string& run_dir) 
     for (const std::string task : {"pos", "label"}) {
       const uint64_t head_seed = mix_seed(cfg.seed, static_cast<uint64_t>(l * 2 + (task == "pos")));
       auto row = [&](const std::string& mode, double acc) {
-        return nlohmann::json{{"kind", "objectives"},
-                              {"objective", cfg.objective},
-                              {"stack", cfg.stack},
-                              {"arch", cfg.arch},
-                              {"task", task},
-                              {"mode", mode},
-                              {"language", lang.name},
-                              {"order", lang.order},
-                              {"accuracy", acc},
-                              {"n", task == "pos" ? words : cfg.test_size},
-                              {"seed", cfg.seed},
-                              {"d_model", cfg.d_model},
-                              {"n_layer", cfg.n_layer},
-                              {"parameters", o.parameters},
-                              {"steps", cfg.objective == "none" ? 0 : cfg.steps},
-                              {"batch", cfg.batch},
-                              {"tokens_per_step", kSentenceLen * cfg.batch},
-                              {"probe_train", cfg.probe_train},
-                              {"ft_train", cfg.ft_train},
-                              {"test_size", cfg.test_size},
-                              {"pretrain_first_loss", o.first_loss},
-                              {"pretrain_last_loss", o.last_loss},
-                              {"pretrain_heldout_loss", o.heldout_loss},
-                              {"pretrain_seconds", o.seconds},
-                              {"train_length", kSentenceLen},
-                              {"test_length", kSentenceLen}};
+        ObjectivesRow r;
+        r.objective = cfg.objective;
+        r.stack = cfg.stack;
+        r.arch = cfg.arch;
+        r.task = task;
+        r.mode = mode;
+        r.language = lang.name;
+        r.order = lang.order;
+        r.accuracy = acc;
+        r.n = task == "pos" ? words : cfg.test_size;
+        r.seed = cfg.seed;
+        r.d_model = cfg.d_model;
+        r.n_layer = cfg.n_layer;
+        r.parameters = o.parameters;
+        r.steps = cfg.objective == "none" ? 0 : cfg.steps;
+        r.batch = cfg.batch;
+        r.tokens_per_step = kSentenceLen * cfg.batch;
+        r.probe_train = cfg.probe_train;
+        r.ft_train = cfg.ft_train;
+        r.test_size = cfg.test_size;
+        r.pretrain_first_loss = o.first_loss;
+        r.pretrain_last_loss = o.last_loss;
+        r.pretrain_heldout_loss = o.heldout_loss;
+        r.pretrain_seconds = o.seconds;
+        r.train_length = kSentenceLen;
+        r.test_length = kSentenceLen;
+        return r.to_json();
       };
       const double p = probe_accuracy(m, task, probe_train, test, cfg, head_seed);
       rows.push_back(row("probe", p));
@@ -113,14 +117,21 @@ nlohmann::json run_objectives(ObjectivesConfig cfg, const std::string& run_dir) 
   return rows;
 }
 
+namespace {
+
 nlohmann::json run_objectives_cell(const nlohmann::json& cell, const std::string& run_dir) {
-  const auto id = cell.at("id").get<std::string>();
-  auto cfg = ObjectivesConfig::from_json(cell.at("config"), "cell " + id);
+  const auto c = read_spec<ObjectivesCellConfig>(cell, cell_source(cell));
   const auto t0 = std::chrono::steady_clock::now();
-  auto rows = run_objectives(cfg, run_dir);
-  for (auto& r : rows) r["cell"] = id;
+  auto rows = run_objectives(c.config, run_dir);
+  for (auto& r : rows) r["cell"] = c.id;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {{"id", id}, {"train_seconds", secs}, {"rows", rows}};
+  return {{"id", c.id}, {"train_seconds", secs}, {"rows", rows}};
 }
+
+}  // namespace
+
+SEQLAB_REGISTER_CELL_KIND("objectives", 70,
+                          "pretrain with one objective, then probe and finetune downstream",
+                          run_objectives_cell, check_spec<ObjectivesCellConfig>);
 
 }  // namespace seqlab
