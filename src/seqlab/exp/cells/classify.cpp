@@ -1,6 +1,8 @@
 // What classify_exit and classify_swag share (exp/cells/classify.h): training the classifier.
 #include "seqlab/exp/cells/classify.h"
 
+#include "seqlab/mixers/registry.h"
+
 #include <filesystem>
 
 namespace seqlab {
@@ -18,7 +20,7 @@ TrainedClassifier train_classifier(const std::string& label, const ModelConfig& 
   t.base.label = label;
   t.base.task = task.task;
   t.base.arch = model.mixer.arch;
-  t.base.feature_map = model.mixer.arch == "linear" ? model.mixer.feature_map : "";
+  t.base.feature_map = feature_map_of(model.mixer);
   t.base.n_layer = model.n_layer;
   t.base.d_model = model.mixer.d_model;
   t.base.seed = train.seed;

@@ -6,6 +6,7 @@
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/methods/defsent.h"
 #include "seqlab/methods/embed_eval.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/text/bpe_trainer.h"
 
 #include <fmt/format.h>
@@ -46,7 +47,7 @@ DefsentRow base_row(const DefsentCellConfig& c, const Encoder& e, const std::str
   r.label = c.label.value_or(method);
   r.round = 0;
   r.seed = c.seed;
-  r.arch = m.mixer.arch == "linear" ? m.mixer.feature_map : m.mixer.arch;
+  r.arch = arch_short_name(m.mixer);
   r.d_model = m.mixer.d_model;
   r.n_layer = m.n_layer;
   r.pooling = e.spec().pooling;

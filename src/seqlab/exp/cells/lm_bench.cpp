@@ -4,6 +4,7 @@
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/exp/cells/lm.h"
 #include "seqlab/infer/fast_model.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/model/model_dir.h"
 
@@ -38,7 +39,7 @@ int64_t state_bytes(const ModelState& s) {
 int64_t fast_state_bytes(const infer::FastModel& fm, const infer::DecoderState& s,
                          int64_t context) {
   const auto& mc = fm.config().mixer;
-  if (mc.arch == "softmax")
+  if (arch_entry(mc.arch).traits.kv_cache)
     return 2 * fm.config().n_layer * context * mc.d_model * static_cast<int64_t>(sizeof(float));
   return static_cast<int64_t>(s.data.size() * sizeof(float));
 }

@@ -2,6 +2,7 @@
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
 #include "seqlab/exp/cells/lm.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/lm.h"
 #include "seqlab/train/evaluate_lm.h"
@@ -70,7 +71,7 @@ LmRow lm_model_row(const std::string& id, const std::string& label, const std::s
   row.label = label;
   row.init = init;
   row.arch = mc.mixer.arch;
-  row.feature_map = mc.mixer.arch == "linear" ? mc.mixer.feature_map : "";
+  row.feature_map = feature_map_of(mc.mixer);
   row.d_model = mc.mixer.d_model;
   row.n_layer = mc.n_layer;
   row.ppl = r.ppl;

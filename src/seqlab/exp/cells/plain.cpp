@@ -3,6 +3,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/exp/cells/kinds.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
@@ -62,7 +63,7 @@ PlainRow plain_row(const PlainCellConfig& c, const ModelConfig& mc, const TaskCo
   PlainRow row;
   row.task = test_task;
   row.train_task = task_cfg.task;
-  row.arch = mc.mixer.arch == "linear" ? mc.mixer.feature_map : mc.mixer.arch;
+  row.arch = arch_short_name(mc.mixer);
   row.mixer = mc.mixer.arch;
   row.feature_map = mc.mixer.feature_map;
   row.d_model = mc.mixer.d_model;
