@@ -1,5 +1,14 @@
 set terminal svg size 720,480 dynamic noenhanced
 set output 'objectives.svg'
+set linetype 9 lc rgb '#cc79a7'
+set linetype 10 lc rgb '#8c564b'
+set linetype 11 lc rgb '#bcbd22'
+set linetype 12 lc rgb '#17becf'
+set linetype 13 lc rgb '#7b4173'
+set linetype 14 lc rgb '#393b79'
+set linetype 15 lc rgb '#637939'
+set linetype 16 lc rgb '#843c39'
+set linetype cycle 16
 set title 'Downstream accuracy by pretraining objective (softmax; mean over languages, sd over seeds)'
 set ylabel 'accuracy'
 set yrange [0:1.2]

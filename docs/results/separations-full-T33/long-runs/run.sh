@@ -2,7 +2,8 @@
 # String equality T = 33, 2-layer softmax: a grid cell's settings but 16000 steps instead of
 # 4000, to see whether more training lifts it off the ln 2 plateau. What ran:
 #   bash run.sh 32 4 "0 1"    (softmax2_d32_s0_16k, softmax2_d32_s1_16k; the two seeds in parallel)
-# Each run's eval.json here is the shell's $d.eval.json, moved into its directory.
+# Kept here: runs.jsonl, a line per run with its config.json and its eval's JSON (the shell's
+# $d.eval.json); loss_curves.tsv, each run's training curve from its metrics.jsonl.
 set -e
 B=${SEQLAB:-build/seqlab}  # the runs used /tmp/seqlab-grid7, a copy of build/seqlab at 88bb88e
 D_MODEL=$1 N_HEAD=$2 SEEDS=$3

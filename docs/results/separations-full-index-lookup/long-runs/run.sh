@@ -3,7 +3,8 @@
 # of 4000, to see whether the chance-level cells are a plateau or a limit. What ran:
 #   bash run.sh 8 2 "0 1"    (softmax1_d8_s0_16k, softmax1_d8_s1_16k)
 #   bash run.sh 64 4 0       (softmax1_d64_s0_16k)
-# Each run's eval.json here is the shell's $d.eval.json, moved into its directory.
+# Kept here: runs.jsonl, a line per run with its config.json and its eval's JSON (the shell's
+# $d.eval.json); loss_curves.tsv, each run's training curve from its metrics.jsonl.
 set -e
 B=${SEQLAB:-build/seqlab}  # the runs used a copy of build/seqlab at 705d0c8
 D_MODEL=$1 N_HEAD=$2 SEEDS=$3
