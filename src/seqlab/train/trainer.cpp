@@ -5,9 +5,9 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/core/progress.h"
-#include "seqlab/core/safetensors.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
+#include "seqlab/train/checkpoint.h"
 #include "seqlab/train/distributed.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
@@ -25,7 +25,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 namespace seqlab {
@@ -97,104 +96,6 @@ uint64_t trained_seed(const LoadedModel& m, const std::string& dir) {
 }
 
 namespace {
-
-// The trainer's own running values, saved with each checkpoint so that a resumed run writes the
-// same metrics.jsonl as an uninterrupted one.
-struct LoopState {
-  double window_loss = 0;    // sum of losses since the last log line
-  int64_t window_n = 0;      // steps in that sum
-  int64_t bad_in_a_row = 0;  // consecutive non-finite losses
-  int64_t skipped = 0;       // non-finite losses in all
-  double first_loss = -1;    // mean loss of the first log window (-1 until known)
-
-  torch::Tensor to_tensor() const {
-    return torch::tensor(
-        {window_loss, static_cast<double>(window_n), static_cast<double>(bad_in_a_row),
-         static_cast<double>(skipped), first_loss},
-        torch::kDouble);
-  }
-  static LoopState from_tensor(const torch::Tensor& t, const std::string& source) {
-    SEQLAB_CHECK(t.dim() == 1 && t.numel() == 5 && t.scalar_type() == torch::kDouble,
-                 "{}: 'trainer.loop' must hold 5 float64 values", source);
-    auto a = t.accessor<double, 1>();
-    // The counts come from a file: a NaN or out-of-range double would make the casts undefined.
-    for (int i = 1; i <= 3; ++i)
-      SEQLAB_CHECK(a[i] >= 0 && a[i] <= 9007199254740992.0 && a[i] == std::floor(a[i]),
-                   "{}: 'trainer.loop' holds an invalid count {}", source, a[i]);
-    LoopState l;
-    l.window_loss = a[0];
-    l.window_n = static_cast<int64_t>(a[1]);
-    l.bad_in_a_row = static_cast<int64_t>(a[2]);
-    l.skipped = static_cast<int64_t>(a[3]);
-    l.first_loss = a[4];
-    return l;
-  }
-};
-
-// Keeps the lines of metrics.jsonl whose step is <= `step` (drops what a killed run wrote after
-// its last checkpoint), so a resumed run's log has no duplicates.
-void truncate_metrics(const std::string& path, int64_t step) {
-  if (!fs::exists(path)) return;
-  std::ifstream in(path);
-  std::ostringstream kept;
-  std::string line;
-  while (std::getline(in, line)) {
-    try {
-      auto j = nlohmann::json::parse(line);
-      if (j.value("step", int64_t{0}) <= step) kept << line << "\n";
-    } catch (const nlohmann::json::exception&) {
-      // a torn last line from a killed run: drop it
-    }
-  }
-  write_file_atomic(path, kept.str());
-}
-
-void save_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, int64_t step,
-                     const LoopState& loop, const nlohmann::json& sections, const Swag* swag) {
-  TensorMap t;
-  if (swag) {
-    // The SWAG moments are part of the resume point, and also written on their own for use.
-    auto st = swag->to_tensors();
-    t.insert(st.begin(), st.end());
-    save_safetensors((fs::path(out) / kSwagFile).string(), st,
-                     {{"seqlab_version", SEQLAB_VERSION}});
-  }
-  t["trainer.loop"] = loop.to_tensor();
-  for (auto& [k, v] : model_tensors(model)) t["model." + k] = v;
-  for (auto& [k, v] : opt.state()) t[k] = v;
-  t["step"] = torch::tensor({step}, torch::kLong);
-  // The resume point is this one file, written atomically; the user-facing model directory
-  // (config.json + model.safetensors) follows.
-  save_safetensors((fs::path(out) / kTrainStateFile).string(), t,
-                   {{"seqlab_version", SEQLAB_VERSION}});
-  save_model_dir(out, model, sections);
-}
-
-int64_t load_checkpoint(const std::string& out, SeqModelImpl& model, AdamW& opt, LoopState& loop,
-                        Swag* swag) {
-  const std::string path = (fs::path(out) / kTrainStateFile).string();
-  auto file = load_safetensors(path);
-  std::map<std::string, torch::Tensor> weights, optim, swag_tensors;
-  for (auto& [k, v] : file.tensors) {
-    if (k.rfind("model.", 0) == 0)
-      weights[k.substr(6)] = v;
-    else if (k.rfind("swag.", 0) == 0)
-      swag_tensors[k] = v;
-    else if (k != "step" && k != "trainer.loop")
-      optim[k] = v;
-  }
-  load_model_tensors(model, weights, path);
-  opt.load_state(optim, path);
-  if (swag && !swag_tensors.empty()) *swag = Swag::from_tensors(swag_tensors, path);
-  auto lp = file.tensors.find("trainer.loop");
-  SEQLAB_CHECK(lp != file.tensors.end(), "{}: missing 'trainer.loop'", path);
-  loop = LoopState::from_tensor(lp->second, path);
-  auto it = file.tensors.find("step");
-  SEQLAB_CHECK(it != file.tensors.end() && it->second.numel() == 1 &&
-                   it->second.scalar_type() == torch::kLong,
-               "{}: missing 'step' (one int64)", path);
-  return it->second.item<int64_t>();
-}
 
 // The training loss: a model with early exits trains every exit, on the sum of their losses
 // (Schwartz et al. 2020); padding is left out of the pooling.
@@ -279,7 +180,7 @@ struct Run {
   int64_t swag_every = 10;
   nlohmann::json sections;  // config.json's task, train (and finetune) sections
   std::string metrics_path;
-  LoopState loop;
+  detail::LoopState loop;
   TrainOutcome res;
 };
 
@@ -387,11 +288,8 @@ void start_run(Run& r, const std::string& out) {
   auto& model = r.model;
   auto& res = r.res;
   if (r.resuming && r.root) {
-    res.start_step = load_checkpoint(out, *model, *r.opt, r.loop, r.swag.get());
-    SEQLAB_CHECK(res.start_step <= r.train_cfg.steps,
-                 "{}: checkpoint is at step {}, past --steps {}",
-                 (fs::path(out) / kTrainStateFile).string(), res.start_step, r.train_cfg.steps);
-    truncate_metrics(r.metrics_path, res.start_step);
+    res.start_step = detail::resume_checkpoint(out, *model, *r.opt, r.loop, r.swag.get(),
+                                               r.train_cfg.steps, r.metrics_path);
     save_model_dir(out, *model, r.sections);  // records a raised --steps
     log_info("resuming {} from step {}", out, res.start_step);
   } else if (r.root) {
@@ -401,24 +299,9 @@ void start_run(Run& r, const std::string& out) {
     write_file_atomic(r.metrics_path, "");
     save_model_dir(out, *model, r.sections);
   }
-  if (r.dp) {
-    // Every rank starts from rank 0's weights, optimizer moments and position in the run (a
-    // finetuned start, adapters and a resumed checkpoint included).
-    std::vector<torch::Tensor> ts;
-    for (auto& [k, v] : model_tensors(*model)) ts.push_back(v);
-    auto st = r.opt->state();
-    for (auto& [k, v] : st) ts.push_back(v);
-    auto where = torch::tensor({res.start_step}, torch::kLong);
-    auto loop_t = r.loop.to_tensor();
-    ts.push_back(where);
-    ts.push_back(loop_t);
-    r.dp->broadcast(ts);
-    if (!r.root) {
-      r.opt->load_state(std::map<std::string, torch::Tensor>(st.begin(), st.end()), "rank 0");
-      res.start_step = where.item<int64_t>();
-      r.loop = LoopState::from_tensor(loop_t, "rank 0");
-    }
-  }
+  // Every rank starts from rank 0's weights, optimizer moments and position in the run (a
+  // finetuned start, adapters and a resumed checkpoint included).
+  if (r.dp) detail::share_start_point(*r.dp, *model, *r.opt, res.start_step, r.loop);
   res.first_loss = r.loop.first_loss;
   const auto& task_cfg = r.task_cfg;
   const auto& train_cfg = r.train_cfg;
@@ -587,7 +470,7 @@ void train_loop(Run& r, const std::string& out, int64_t end) {
       SEQLAB_CHECK(metrics.good(), "cannot append to {} (disk full?)", r.metrics_path);
     }
     if ((train_cfg.checkpoint_every > 0 && done % train_cfg.checkpoint_every == 0) || done == end)
-      save_checkpoint(out, *r.model, *r.opt, done, r.loop, r.sections, r.swag.get());
+      detail::save_checkpoint(out, *r.model, *r.opt, done, r.loop, r.sections, r.swag.get());
     bar->update(done, fmt::format("loss {:.4f}", res.last_loss));
   }
   if (bar) bar->finish();
