@@ -57,7 +57,7 @@ torch::Tensor row_cross_entropy(const torch::Tensor& a, const torch::Tensor& b) 
 SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
   cfg.validate();
   const auto& tc = teacher.config();
-  SEQLAB_CHECK(tc.mixer.arch == "softmax",
+  SEQLAB_CHECK(tc.mixer.arch == SoftmaxAttentionImpl::kArch,
                "convert: the model is not a softmax-attention model (its mixer is '{}'); only "
                "softmax Transformers are converted",
                arch_label(tc.mixer));

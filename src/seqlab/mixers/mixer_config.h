@@ -11,6 +11,12 @@
 
 namespace seqlab {
 
+// The --help text of --arch and --feature-map, listing the registered names (mixers/registry.cpp,
+// mixers/feature_maps/registry.cpp). The text lives until the next call on the same thread: use
+// it at once (a field visitor does).
+const char* arch_flag_help();
+const char* feature_map_flag_help();
+
 struct MixerConfig {
   std::string arch;         // softmax | linear | elman | gru | lstm | qrnn | s4d | mamba
   std::string feature_map;  // linear attention only: elu1 | relu | rfa | performer | t2r | hedgehog
@@ -32,11 +38,8 @@ struct MixerConfig {
 
   template <class V>
   void visit(V&& v) {
-    v(arch, "arch", std::string("softmax"),
-      "sequence mixer: softmax|linear|elman|gru|lstm|qrnn|s4d|mamba, or a feature-map name "
-      "(t2r = linear with --feature-map t2r)");
-    v(feature_map, "feature-map", std::string("elu1"),
-      "linear-attention feature map: elu1|relu|rfa|performer|t2r|hedgehog");
+    v(arch, "arch", std::string("softmax"), arch_flag_help());
+    v(feature_map, "feature-map", std::string("elu1"), feature_map_flag_help());
     v(d_model, "d-model", int64_t{64}, "width of the residual stream (D)");
     v(n_head, "n-head", int64_t{4}, "attention heads (H); D must be divisible by H");
     v(d_state, "d-state", int64_t{16}, "state size per channel of the SSMs (N)");

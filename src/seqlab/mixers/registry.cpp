@@ -57,6 +57,14 @@ std::string attention_arch_names(const char* conj) {
   return out + " attention";
 }
 
+const char* arch_flag_help() {
+  static thread_local std::string help;
+  std::string names;
+  for (const auto& e : registry().entries()) names += (names.empty() ? "" : "|") + e.name;
+  help = "sequence mixer: " + names + ", or a feature-map name (t2r = linear with --feature-map t2r)";
+  return help.c_str();
+}
+
 std::string arch_label(const MixerConfig& cfg) {
   const auto* e = find_arch(cfg.arch);
   return e && e->traits.feature_map ? cfg.arch + " (" + cfg.feature_map + ")" : cfg.arch;

@@ -3,6 +3,7 @@
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
 #include "seqlab/core/json_read.h"
+#include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/tasks/task.h"
 
 #include <unistd.h>
@@ -176,7 +177,7 @@ ModelConfig gpt2_config_from_hf(const nlohmann::json& hf, const std::string& sou
   }
 
   ModelConfig c;
-  c.mixer.arch = "softmax";
+  c.mixer.arch = SoftmaxAttentionImpl::kArch;
   c.mixer.causal = true;
   c.mixer.d_model = positive_int(hf, "n_embd", source);
   c.mixer.n_head = positive_int(hf, "n_head", source);
@@ -280,7 +281,7 @@ nlohmann::json hf_config_from_gpt2(const ModelConfig& cfg) {
 
 void check_gpt2_expressible(const SeqModelImpl& model, const std::string& source) {
   const auto& c = model.config();
-  SEQLAB_CHECK(c.mixer.arch == "softmax",
+  SEQLAB_CHECK(c.mixer.arch == SoftmaxAttentionImpl::kArch,
                "{}: GPT-2 has softmax attention; this model's mixer is '{}'", source, c.mixer.arch);
   SEQLAB_CHECK(c.mixer.causal, "{}: GPT-2 is causal; this model's attention is bidirectional",
                source);

@@ -45,6 +45,14 @@ const FeatureMapEntry* find_feature_map(const std::string& name) {
 
 std::string feature_map_names() { return registry().names(); }
 
+const char* feature_map_flag_help() {
+  static thread_local std::string help;
+  std::string names;
+  for (const auto& e : registry().entries()) names += (names.empty() ? "" : "|") + e.name;
+  help = "linear-attention feature map: " + names;
+  return help.c_str();
+}
+
 FeatureMap make_feature_map(const MixerConfig& cfg) {
   const auto* e = find_feature_map(cfg.feature_map);
   SEQLAB_CHECK(e, "unknown feature map '{}' (known: {})", cfg.feature_map, feature_map_names());
