@@ -94,4 +94,8 @@ TEST(ModelConfig, IntegerFieldsRejectFractionsAndNegativeSeeds) {
   j = ModelConfig().to_json();
   j["init_seed"] = -1;
   EXPECT_THROW(ModelConfig::from_json(j, "cfg.json"), seqlab::Error);
+  // A non-negative value built in C++ is a signed JSON integer; it must read like a parsed one.
+  j["init_seed"] = int64_t{7};
+  ASSERT_FALSE(j["init_seed"].is_number_unsigned());
+  EXPECT_EQ(ModelConfig::from_json(j, "cfg.json").mixer.init_seed, 7u);
 }

@@ -5,7 +5,7 @@
 #include "commands.h"
 
 #include "seqlab/core/error.h"
-#include "seqlab/exp/objectives_cell.h"
+#include "seqlab/exp/cells/objectives.h"
 
 #include <fmt/format.h>
 

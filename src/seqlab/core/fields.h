@@ -63,8 +63,10 @@ struct FromJsonVisitor {
     if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
       if (!it->is_number_integer())
         fail("{}: field '{}' must be an integer, got {}", source, key, json_for_message(*it));
+      // A parsed file stores every non-negative integer as unsigned, but JSON built in C++
+      // ({"seed", 3}) stores it as signed: only a negative value is refused.
       if constexpr (std::is_unsigned_v<T>)
-        if (it->is_number_integer() && !it->is_number_unsigned())
+        if (!it->is_number_unsigned() && it->template get<int64_t>() < 0)
           fail("{}: field '{}' must be >= 0, got {}", source, key, json_for_message(*it));
     }
     try {
