@@ -75,7 +75,8 @@ TEST(ArchRegistry, ListsTheDocumentedArchitecturesInOrder) {
   // architecture added later may stand anywhere among them.
   std::vector<std::string> names;
   for (const auto& e : mixer_registry()) names.push_back(e.name);
-  EXPECT_TRUE(in_order(names, {"softmax", "linear", "elman", "gru", "lstm", "qrnn", "s4d", "mamba"}))
+  EXPECT_TRUE(
+      in_order(names, {"softmax", "linear", "elman", "gru", "lstm", "qrnn", "s4d", "mamba"}))
       << joined(names);
 }
 
@@ -178,13 +179,16 @@ TEST(FeatureMapRegistry, EveryEntryIsCompleteAndBothFormsAgree) {
     perturb(*m, 6);
     auto tensors = model_tensors(*m);
     FeatureMap map = e.make(cfg);
-    load_model_tensors(*map, [&] {
-      std::map<std::string, torch::Tensor> own;
-      const std::string prefix = "feature_map.";
-      for (const auto& [name, t] : tensors)
-        if (name.rfind(prefix, 0) == 0) own[name.substr(prefix.size())] = t;
-      return own;
-    }(), "the linear attention's feature_map.*");
+    load_model_tensors(
+        *map,
+        [&] {
+          std::map<std::string, torch::Tensor> own;
+          const std::string prefix = "feature_map.";
+          for (const auto& [name, t] : tensors)
+            if (name.rfind(prefix, 0) == 0) own[name.substr(prefix.size())] = t;
+          return own;
+        }(),
+        "the linear attention's feature_map.*");
     auto fast = e.make_fast(cfg, infer::Weights(tensors));
     ASSERT_EQ(fast->out_dim(), map->out_dim());
     ASSERT_EQ(fast->exponential(), map->exponential());
@@ -200,9 +204,9 @@ TEST(FeatureMapRegistry, EveryEntryIsCompleteAndBothFormsAgree) {
         auto got = torch::from_blob(out.data(), {Fo}, torch::kFloat).clone();
         // An exponential map removed its largest log-feature: put it back.
         if (fast->exponential()) got = got * std::exp(max_log);
-        EXPECT_TRUE(rel_close(got, ref[h], 1e-5,
-                              std::string(is_query ? "query" : "key") + ", head " +
-                                  std::to_string(h)));
+        EXPECT_TRUE(
+            rel_close(got, ref[h], 1e-5,
+                      std::string(is_query ? "query" : "key") + ", head " + std::to_string(h)));
       }
     }
     // And inside linear attention, token by token.

@@ -9,6 +9,8 @@ uint64_t mix_seed(uint64_t seed, uint64_t stream) {
   return z ^ (z >> 31);
 }
 
-torch::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+torch::Generator make_generator(uint64_t seed) {
+  return at::detail::createCPUGenerator(seed);
+}
 
 }  // namespace seqlab

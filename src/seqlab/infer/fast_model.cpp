@@ -50,8 +50,7 @@ std::string fast_support(const ModelConfig& cfg) {
     return fmt::format("its head is '{}' (the fast decoder runs lm heads only)", cfg.head);
   if (!cfg.mixer.causal) return "its mixer is bidirectional (no recurrent form)";
   const auto* arch = find_arch(cfg.mixer.arch);
-  if (!arch || !arch->make_fast)
-    return fmt::format("mixer '{}' has no fast form", cfg.mixer.arch);
+  if (!arch || !arch->make_fast) return fmt::format("mixer '{}' has no fast form", cfg.mixer.arch);
   if (cfg.activation != "gelu" && cfg.activation != "gelu_tanh")
     return fmt::format("MLP activation '{}' has no fast form", cfg.activation);
   if (cfg.pos != "auto" && cfg.pos != "learned" && cfg.pos != "sinusoidal" && cfg.pos != "none")

@@ -4,7 +4,8 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_ARCH(ElmanImpl, {"Elman RNN: h = tanh(W_ih x + W_hh h)", 30, {}, {/*matrices=*/3, {}}});
+SEQLAB_REGISTER_ARCH(ElmanImpl,
+                     {"Elman RNN: h = tanh(W_ih x + W_hh h)", 30, {}, {/*matrices=*/3, {}}});
 
 ElmanImpl::ElmanImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;

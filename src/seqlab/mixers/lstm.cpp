@@ -4,7 +4,10 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_ARCH(LSTMImpl, {"LSTM (PyTorch gate order i, f, g, o), forget bias 1", 50, {}, {/*matrices=*/9, {}}});
+SEQLAB_REGISTER_ARCH(LSTMImpl, {"LSTM (PyTorch gate order i, f, g, o), forget bias 1",
+                                50,
+                                {},
+                                {/*matrices=*/9, {}}});
 
 LSTMImpl::LSTMImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;

@@ -80,7 +80,7 @@ torch::Tensor MaeImpl::responsibilities(const torch::Tensor& x) {
 }
 
 torch::Tensor MaeImpl::forward(const torch::Tensor& x) {
-  auto g = responsibilities(x);                      // [B,T,H] (checks x)
+  auto g = responsibilities(x);                         // [B,T,H] (checks x)
   return mix(heads_->forward_heads(x), head_scale(g));  // [B,T,D]
 }
 
@@ -102,7 +102,7 @@ torch::Tensor MaeImpl::step(const torch::Tensor& x_t, MixerState& st) {
   const double n = static_cast<double>(s.count.item<int64_t>());
   auto u = cfg_.mae_gate == "token" ? x_t : (s.sum / n).to(x_t.dtype());  // [B,D]
   auto g = gate(u);                                                       // [B,H]
-  return mix(heads_->step_heads(x_t, *s.attn), head_scale(g));               // [B,D]
+  return mix(heads_->step_heads(x_t, *s.attn), head_scale(g));            // [B,D]
 }
 
 }  // namespace seqlab

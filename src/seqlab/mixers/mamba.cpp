@@ -6,8 +6,10 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_ARCH(MambaImpl, {"Mamba: selective SSM (input-dependent dt, B, C), conv + gate", 80, {},
-                      {/*matrices=*/7, {}}});
+SEQLAB_REGISTER_ARCH(MambaImpl, {"Mamba: selective SSM (input-dependent dt, B, C), conv + gate",
+                                 80,
+                                 {},
+                                 {/*matrices=*/7, {}}});
 
 MambaImpl::MambaImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model, E = d_inner(), N = cfg.d_state, K = cfg.d_conv, R = dt_rank();

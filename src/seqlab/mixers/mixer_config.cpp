@@ -39,8 +39,8 @@ void MixerConfig::validate() {
                "--causal false (bidirectional) is only available for {}, not '{}'",
                attention_arch_names("and"), arch);
   SEQLAB_CHECK(!mae || entry->traits.attention,
-               "--mae (mixture of attentive experts) needs {}, not '{}'", attention_arch_names("or"),
-               arch);
+               "--mae (mixture of attentive experts) needs {}, not '{}'",
+               attention_arch_names("or"), arch);
   SEQLAB_CHECK(!mae || n_head >= 2,
                "--mae needs at least 2 heads (each expert drops one of them), got n_head = {}",
                n_head);

@@ -4,8 +4,10 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_ARCH(QRNNImpl, {"QRNN: gates from a causal conv over the input, f or fo pooling", 60, {},
-                      {/*matrices=*/7, {}}});
+SEQLAB_REGISTER_ARCH(QRNNImpl, {"QRNN: gates from a causal conv over the input, f or fo pooling",
+                                60,
+                                {},
+                                {/*matrices=*/7, {}}});
 
 QRNNImpl::QRNNImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   const int64_t D = cfg.d_model;

@@ -7,7 +7,9 @@
 namespace seqlab {
 
 namespace {
-Registry<ArchEntry>& registry() { return Registry<ArchEntry>::instance(); }
+Registry<ArchEntry>& registry() {
+  return Registry<ArchEntry>::instance();
+}
 }  // namespace
 
 namespace detail {
@@ -32,7 +34,9 @@ ArchRegistrar::ArchRegistrar(const std::string& name, FastMixerFactory make_fast
 
 }  // namespace detail
 
-const std::vector<ArchEntry>& mixer_registry() { return registry().entries(); }
+const std::vector<ArchEntry>& mixer_registry() {
+  return registry().entries();
+}
 
 const ArchEntry* find_arch(const std::string& name) {
   const auto* e = registry().find(name);
@@ -45,7 +49,9 @@ const ArchEntry& arch_entry(const std::string& name) {
   return *e;
 }
 
-std::string arch_names() { return registry().names(); }
+std::string arch_names() {
+  return registry().names();
+}
 
 std::string attention_arch_names(const char* conj) {
   std::vector<std::string> names;
@@ -61,7 +67,8 @@ const char* arch_flag_help() {
   static thread_local std::string help;
   std::string names;
   for (const auto& e : registry().entries()) names += (names.empty() ? "" : "|") + e.name;
-  help = "sequence mixer: " + names + ", or a feature-map name (t2r = linear with --feature-map t2r)";
+  help =
+      "sequence mixer: " + names + ", or a feature-map name (t2r = linear with --feature-map t2r)";
   return help.c_str();
 }
 

@@ -108,15 +108,14 @@ struct ArchRegistrar {
 }  // namespace detail
 
 // Registers the LibTorch half of Impl's entry (name Impl::kArch), from the mixer's .cpp.
-#define SEQLAB_REGISTER_ARCH(Impl, ...)                                                   \
-  static const ::seqlab::detail::ArchRegistrar SEQLAB_REGISTRY_CONCAT(arch_registrar_,   \
-                                                                      __LINE__)(          \
-      Impl::kArch, ::seqlab::ArchSpec __VA_ARGS__,                                        \
+#define SEQLAB_REGISTER_ARCH(Impl, ...)                                                           \
+  static const ::seqlab::detail::ArchRegistrar SEQLAB_REGISTRY_CONCAT(arch_registrar_, __LINE__)( \
+      Impl::kArch, ::seqlab::ArchSpec __VA_ARGS__,                                                \
       [](const ::seqlab::MixerConfig& c) -> ::seqlab::Mixer { return std::make_shared<Impl>(c); })
 
 // Registers the fast decoder's half of Impl's entry, from infer/mixers/<name>.cpp.
-#define SEQLAB_REGISTER_FAST_ARCH(Impl, factory)                                            \
-  static const ::seqlab::detail::ArchRegistrar SEQLAB_REGISTRY_CONCAT(fast_arch_registrar_, \
-                                                                      __LINE__)(Impl::kArch, factory)
+#define SEQLAB_REGISTER_FAST_ARCH(Impl, factory)                       \
+  static const ::seqlab::detail::ArchRegistrar SEQLAB_REGISTRY_CONCAT( \
+      fast_arch_registrar_, __LINE__)(Impl::kArch, factory)
 
 }  // namespace seqlab

@@ -6,8 +6,10 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_ARCH(S4DImpl, {"S4D: diagonal complex SSM (S4D-Lin), FFT convolution / recurrence", 70, {},
-                      {/*matrices=*/2, {}}});
+SEQLAB_REGISTER_ARCH(S4DImpl, {"S4D: diagonal complex SSM (S4D-Lin), FFT convolution / recurrence",
+                               70,
+                               {},
+                               {/*matrices=*/2, {}}});
 
 namespace {
 constexpr double kPi = 3.14159265358979323846;

@@ -16,8 +16,8 @@ MemoryEstimate estimate_training_memory(const ModelConfig& m, int64_t batch, int
   // The mixer's own figures come from its registry entry (mixers/registry.h).
   const ArchMemory& mem = arch_entry(m.mixer.arch).memory;
   const double params =
-      static_cast<double>(m.n_layer) *
-          (mem.matrices + 2.0 * static_cast<double>(m.mlp_ratio)) * D * D +
+      static_cast<double>(m.n_layer) * (mem.matrices + 2.0 * static_cast<double>(m.mlp_ratio)) * D *
+          D +
       (static_cast<double>(m.vocab_size) + V + static_cast<double>(m.mixer.max_len)) * D;
   MemoryEstimate e;
   e.weights = (frozen_base ? 4.0 : 16.0) * params;

@@ -1,6 +1,6 @@
 // The fast decoder's feature maps: phi of one head's query or key, over plain fp32 buffers, no
-// LibTorch op and no allocation per call. Each map's file (infer/feature_maps/<map>.cpp) is the twin
-// of mixers/feature_maps/<map>.{h,cpp}, reads the same parameters by the same names
+// LibTorch op and no allocation per call. Each map's file (infer/feature_maps/<map>.cpp) is the
+// twin of mixers/feature_maps/<map>.{h,cpp}, reads the same parameters by the same names
 // ("feature_map.w", ...) and registers itself beside it in the feature-map registry
 // (mixers/feature_maps/registry.h). The fast linear attention (infer/mixers/linear.cpp) calls it
 // per head and token; tests/test_registry.cpp checks each map against its LibTorch twin.

@@ -15,7 +15,9 @@ namespace {
 class FastPerformer : public FastFeatureMap {
  public:
   FastPerformer(const MixerConfig& cfg, const Weights& w)
-      : Dh_(cfg.d_head()), F_(feature_dim(cfg)), w_(w.take("feature_map.w", {cfg.n_head, F_, Dh_})) {}
+      : Dh_(cfg.d_head()),
+        F_(feature_dim(cfg)),
+        w_(w.take("feature_map.w", {cfg.n_head, F_, Dh_})) {}
   int64_t out_dim() const override { return F_; }
   bool exponential() const override { return true; }
   void apply(const float* x, int64_t h, bool, float* out, float* tmp,

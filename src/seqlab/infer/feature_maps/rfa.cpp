@@ -13,7 +13,9 @@ namespace {
 class FastRfa : public FastFeatureMap {
  public:
   FastRfa(const MixerConfig& cfg, const Weights& w)
-      : Dh_(cfg.d_head()), F_(feature_dim(cfg)), w_(w.take("feature_map.w", {cfg.n_head, F_, Dh_})) {}
+      : Dh_(cfg.d_head()),
+        F_(feature_dim(cfg)),
+        w_(w.take("feature_map.w", {cfg.n_head, F_, Dh_})) {}
   int64_t out_dim() const override { return 2 * F_; }
   void apply(const float* x, int64_t h, bool, float* out, float* tmp, float*) const override {
     float n = std::sqrt(dot(x, x, Dh_));

@@ -36,8 +36,10 @@ class FastElman : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(ElmanImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastElman>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(ElmanImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastElman>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

@@ -50,8 +50,10 @@ class FastGRU : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(GRUImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastGRU>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(GRUImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastGRU>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

@@ -116,8 +116,10 @@ class FastLinear : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(LinearAttentionImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastLinear>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(LinearAttentionImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastLinear>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

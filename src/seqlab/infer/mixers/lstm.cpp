@@ -52,8 +52,10 @@ class FastLSTM : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(LSTMImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastLSTM>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(LSTMImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastLSTM>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

@@ -101,8 +101,10 @@ class FastMamba : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(MambaImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastMamba>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(MambaImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastMamba>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

@@ -65,8 +65,10 @@ class FastQRNN : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(QRNNImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastQRNN>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(QRNNImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastQRNN>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

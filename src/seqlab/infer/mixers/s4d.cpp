@@ -93,8 +93,10 @@ class FastS4D : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(S4DImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastS4D>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(S4DImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastS4D>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

@@ -75,8 +75,10 @@ class FastSoftmax : public FastMixer {
 
 }  // namespace
 
-SEQLAB_REGISTER_FAST_ARCH(SoftmaxAttentionImpl, [](const MixerConfig& cfg, const Weights& w) -> std::unique_ptr<FastMixer> {
-  return std::make_unique<FastSoftmax>(cfg, w);
-});
+SEQLAB_REGISTER_FAST_ARCH(SoftmaxAttentionImpl,
+                          [](const MixerConfig& cfg,
+                             const Weights& w) -> std::unique_ptr<FastMixer> {
+                            return std::make_unique<FastSoftmax>(cfg, w);
+                          });
 
 }  // namespace seqlab::infer

@@ -4,7 +4,8 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_FEATURE_MAP(HedgehogImpl, {"learned [softmax(Wx + b), softmax(-Wx - b)] (Zhang et al. 2024)", 60, {}});
+SEQLAB_REGISTER_FEATURE_MAP(
+    HedgehogImpl, {"learned [softmax(Wx + b), softmax(-Wx - b)] (Zhang et al. 2024)", 60, {}});
 
 HedgehogImpl::HedgehogImpl(const MixerConfig& cfg) : cfg_(cfg) {
   const int64_t H = cfg.n_head, F = feature_dim(cfg), Dh = cfg.d_head();

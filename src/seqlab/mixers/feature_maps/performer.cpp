@@ -8,7 +8,9 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_FEATURE_MAP(PerformerImpl, {"FAVOR+ positive orthogonal random features of exp(q.k) (Choromanski 2021)", 40, {}});
+SEQLAB_REGISTER_FEATURE_MAP(
+    PerformerImpl,
+    {"FAVOR+ positive orthogonal random features of exp(q.k) (Choromanski 2021)", 40, {}});
 
 namespace {
 // [H,F,Dh]: per head, ceil(F/Dh) blocks of Dh orthogonal rows, each row scaled to the norm of an

@@ -5,7 +5,9 @@
 namespace seqlab {
 
 namespace {
-Registry<FeatureMapEntry>& registry() { return Registry<FeatureMapEntry>::instance(); }
+Registry<FeatureMapEntry>& registry() {
+  return Registry<FeatureMapEntry>::instance();
+}
 }  // namespace
 
 namespace detail {
@@ -21,8 +23,7 @@ FeatureMapRegistrar::FeatureMapRegistrar(const std::string& name, FeatureMapSpec
   registry().sort();
 }
 
-FeatureMapRegistrar::FeatureMapRegistrar(const std::string& name,
-                                         FastFeatureMapFactory make_fast) {
+FeatureMapRegistrar::FeatureMapRegistrar(const std::string& name, FastFeatureMapFactory make_fast) {
   auto& e = registry().slot(name);
   SEQLAB_CHECK(!e.make_fast, "feature map '{}' has two fast forms", name);
   e.make_fast = std::move(make_fast);
@@ -31,7 +32,9 @@ FeatureMapRegistrar::FeatureMapRegistrar(const std::string& name,
 
 }  // namespace detail
 
-const std::vector<FeatureMapEntry>& feature_map_registry() { return registry().entries(); }
+const std::vector<FeatureMapEntry>& feature_map_registry() {
+  return registry().entries();
+}
 
 const FeatureMapEntry* find_feature_map(const std::string& name) {
   for (const auto& e : registry().entries()) {
@@ -43,7 +46,9 @@ const FeatureMapEntry* find_feature_map(const std::string& name) {
   return nullptr;
 }
 
-std::string feature_map_names() { return registry().names(); }
+std::string feature_map_names() {
+  return registry().names();
+}
 
 const char* feature_map_flag_help() {
   static thread_local std::string help;

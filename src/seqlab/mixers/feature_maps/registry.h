@@ -67,12 +67,12 @@ struct FeatureMapRegistrar {
 }  // namespace detail
 
 // Registers the LibTorch half of Impl's entry (name Impl::kName), from the map's .cpp.
-#define SEQLAB_REGISTER_FEATURE_MAP(Impl, ...)                                  \
-  static const ::seqlab::detail::FeatureMapRegistrar SEQLAB_REGISTRY_NAME(      \
-      feature_map_registrar_)(Impl::kName, ::seqlab::FeatureMapSpec __VA_ARGS__, \
-                              [](const ::seqlab::MixerConfig& c) -> ::seqlab::FeatureMap { \
-                                return std::make_shared<Impl>(c);               \
-                              })
+#define SEQLAB_REGISTER_FEATURE_MAP(Impl, ...)                                                     \
+  static const ::seqlab::detail::FeatureMapRegistrar SEQLAB_REGISTRY_NAME(feature_map_registrar_)( \
+      Impl::kName, ::seqlab::FeatureMapSpec __VA_ARGS__,                                           \
+      [](const ::seqlab::MixerConfig& c) -> ::seqlab::FeatureMap {                                 \
+        return std::make_shared<Impl>(c);                                                          \
+      })
 
 // Registers the fast decoder's half of Impl's entry, from infer/feature_maps/<map>.cpp.
 #define SEQLAB_REGISTER_FAST_FEATURE_MAP(Impl, factory)                    \

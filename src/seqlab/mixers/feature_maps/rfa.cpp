@@ -8,7 +8,8 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_FEATURE_MAP(RfaImpl, {"random Fourier features of unit q, k: Gaussian kernel (Peng et al. 2021)", 30, {}});
+SEQLAB_REGISTER_FEATURE_MAP(
+    RfaImpl, {"random Fourier features of unit q, k: Gaussian kernel (Peng et al. 2021)", 30, {}});
 
 RfaImpl::RfaImpl(const MixerConfig& cfg) : cfg_(cfg) {
   auto gen = at::detail::createCPUGenerator(cfg.init_seed);

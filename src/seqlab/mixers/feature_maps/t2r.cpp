@@ -6,7 +6,9 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_FEATURE_MAP(T2rImpl, {"learned relu(Wx + b), shared by q and k (Kasai et al. 2021)", 50, {}});
+SEQLAB_REGISTER_FEATURE_MAP(T2rImpl, {"learned relu(Wx + b), shared by q and k (Kasai et al. 2021)",
+                                      50,
+                                      {}});
 
 T2rImpl::T2rImpl(const MixerConfig& cfg) : cfg_(cfg) {
   const int64_t H = cfg.n_head, F = feature_dim(cfg), Dh = cfg.d_head();

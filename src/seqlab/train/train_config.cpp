@@ -1,0 +1,75 @@
+// TrainConfig, StartFrom and trained_seed (train/trainer.h): the training run's configs, their
+// validation and their JSON form (the "train" section of a model directory's config.json).
+#include "seqlab/train/trainer.h"
+
+#include "seqlab/core/error.h"
+#include "seqlab/model/model_dir.h"
+#include "seqlab/train/mae_schedule.h"
+
+namespace seqlab {
+
+void TrainConfig::validate() const {
+  SEQLAB_CHECK(steps > 0, "--steps must be positive, got {}", steps);
+  SEQLAB_CHECK(batch > 0, "--batch must be positive, got {}", batch);
+  SEQLAB_CHECK(lr > 0 && lr <= 1e3, "--lr must be a positive number up to 1000, got {}", lr);
+  SEQLAB_CHECK(threads >= 0, "--threads must be >= 0 (0 = all cores), got {}", threads);
+  SEQLAB_CHECK(max_bad_steps >= 1, "--max-bad-steps must be >= 1, got {}", max_bad_steps);
+  SEQLAB_CHECK(warmup >= 0, "--warmup must be >= 0, got {}", warmup);
+  SEQLAB_CHECK(min_lr_ratio >= 0 && min_lr_ratio <= 1, "--min-lr-ratio must be in [0,1], got {}",
+               min_lr_ratio);
+  SEQLAB_CHECK(weight_decay >= 0, "--weight-decay must be >= 0, got {}", weight_decay);
+  SEQLAB_CHECK(clip >= 0, "--clip must be >= 0, got {}", clip);
+  SEQLAB_CHECK(eval_every >= 0 && eval_size > 0 && log_every > 0 && checkpoint_every >= 0,
+               "--eval-every/--checkpoint-every must be >= 0 and --eval-size/--log-every > 0");
+  MaeSchedule::parse(mae_schedule);
+  SEQLAB_CHECK(swag_start >= 0, "--swag-start must be >= 0 (0 = no SWAG), got {}", swag_start);
+  if (swag_start == 0) {
+    SEQLAB_CHECK(swag_every == 0 && swag_rank == -1 && swag_lr == 0,
+                 "--swag-every/--swag-rank/--swag-lr need --swag-start (the step SWAG starts "
+                 "collecting at)");
+  } else {
+    SEQLAB_CHECK(swag_start < steps,
+                 "--swag-start {} is not inside the run: it must be below --steps {}", swag_start,
+                 steps);
+    SEQLAB_CHECK(swag_every >= 0 && swag_rank >= -1 && swag_lr >= 0,
+                 "--swag-every, --swag-rank and --swag-lr must be >= 0");
+  }
+}
+
+nlohmann::json TrainConfig::to_json() const {
+  nlohmann::json j;
+  const_cast<TrainConfig*>(this)->visit(ToJsonVisitor{j});
+  return j;
+}
+
+TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  SEQLAB_CHECK(j.is_object(), "{}: train config must be a JSON object", source);
+  TrainConfig c;
+  FromJsonVisitor v{j, source, {}};
+  c.visit(v);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    SEQLAB_CHECK(v.known.count(it.key()), "{}: unknown train field '{}'", source, it.key());
+  return c;
+}
+
+nlohmann::json StartFrom::to_json() const {
+  return {{"init", init}, {"adapter", adapter.to_json()}, {"merge", merge}};
+}
+
+StartFrom StartFrom::from_json(const nlohmann::json& j, const std::string& source) {
+  SEQLAB_CHECK(j.is_object() && j.contains("init") && j["init"].is_string() &&
+                   j.contains("adapter") && j.contains("merge") && j["merge"].is_boolean(),
+               "{}: \"finetune\" must hold init (string), adapter and merge (bool)", source);
+  StartFrom s;
+  s.init = j["init"].get<std::string>();
+  s.adapter = AdapterConfig::from_json(j["adapter"], source);
+  s.merge = j["merge"].get<bool>();
+  return s;
+}
+
+uint64_t trained_seed(const LoadedModel& m, const std::string& dir) {
+  if (!m.sections.contains("train")) return 0;
+  return TrainConfig::from_json(m.sections.at("train"), dir).seed;
+}
+
+}  // namespace seqlab
