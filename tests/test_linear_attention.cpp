@@ -130,7 +130,10 @@ TEST_P(LinearAttentionMap, StateIsFp32WithTheDocumentedShapes) {
   EXPECT_EQ(ls.z.sizes().vec(), (std::vector<int64_t>{3, 2, F}));
   EXPECT_EQ(ls.m.sizes().vec(), (std::vector<int64_t>{3, 2}));
   s->for_each([](const std::string& n, torch::Tensor& t) {
-    EXPECT_EQ(t.scalar_type(), torch::kFloat) << n;
+    if (n == "pos")  // the token count (RoPE position) is an int64 scalar
+      EXPECT_EQ(t.scalar_type(), torch::kLong);
+    else
+      EXPECT_EQ(t.scalar_type(), torch::kFloat) << n;
   });
 }
 

@@ -135,7 +135,7 @@ TEST(Mae, CloneIsDeepAndGradientsReachEveryParameter) {
   EXPECT_EQ(joined(state_names(*m.init_state(1))), "attn.k, attn.v, attn.len, sum, count");
   EXPECT_TRUE(gradient_reaches_every_parameter(m, 2, 7));
   MaeImpl l(mae_config("linear"));
-  EXPECT_EQ(joined(state_names(*l.init_state(1))), "attn.S, attn.z, attn.m, sum, count");
+  EXPECT_EQ(joined(state_names(*l.init_state(1))), "attn.S, attn.z, attn.m, attn.pos, sum, count");
   EXPECT_TRUE(gradient_reaches_every_parameter(l, 2, 7));
 }
 

@@ -1,6 +1,7 @@
 #include "seqlab/mixers/linear_attention.h"
 
 #include "seqlab/mixers/registry.h"
+#include "seqlab/mixers/rope.h"
 
 #include "seqlab/mixers/feature_maps/registry.h"
 
@@ -37,26 +38,23 @@ torch::Tensor normalize(const torch::Tensor& num, const torch::Tensor& den, cons
 }  // namespace
 
 LinearAttentionImpl::LinearAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
-  const int64_t D = cfg.d_model;
-  q = register_module("q", torch::nn::Linear(D, D));
-  k = register_module("k", torch::nn::Linear(D, D));
-  v = register_module("v", torch::nn::Linear(D, D));
-  o = register_module("o", torch::nn::Linear(D, D));
+  register_qkvo(*this, cfg, q, k, v, o);
   feature_map = register_module("feature_map", make_feature_map(cfg));
 }
 
-LinearAttentionImpl::Features LinearAttentionImpl::featurize(const torch::Tensor& x) {
+LinearAttentionImpl::Features LinearAttentionImpl::featurize(const torch::Tensor& x, int64_t p0) {
   SEQLAB_CHECK(x.dim() == 3 && x.size(2) == cfg_.d_model,
                "linear attention: expected x [B,T,{}], got {}", cfg_.d_model,
                fmt::join(x.sizes().vec(), ","));
-  const int64_t B = x.size(0), T = x.size(1), H = cfg_.n_head, Dh = cfg_.d_head();
-  auto heads = [&](const torch::Tensor& p) {
-    return p.view({B, T, H, Dh}).transpose(1, 2);  // [B,T,D] -> [B,H,T,Dh]
+  const int64_t B = x.size(0), T = x.size(1), H = cfg_.n_head, G = cfg_.kv_heads();
+  const int64_t Dh = cfg_.d_head();
+  auto heads = [&](const torch::Tensor& p, int64_t n) {
+    return p.view({B, T, n, Dh}).transpose(1, 2);  // [B,T,n*Dh] -> [B,n,T,Dh]
   };
-  auto qh = heads(q(x));  // [B,H,T,Dh]
-  auto kh = heads(k(x));  // [B,H,T,Dh]
+  auto qh = apply_rope(cfg_, heads(q(x), H), p0);                    // [B,H,T,Dh]
+  auto kh = repeat_kv(apply_rope(cfg_, heads(k(x), G), p0), H / G);  // [B,H,T,Dh]
   Features f;
-  f.v = heads(v(x)).to(torch::kFloat);  // [B,H,T,Dh]
+  f.v = repeat_kv(heads(v(x), G), H / G).to(torch::kFloat);  // [B,H,T,Dh]
   if (feature_map->exponential()) {
     auto lq = feature_map->log_features(qh, true).to(torch::kFloat);   // [B,H,T,F]
     auto lk = feature_map->log_features(kh, false).to(torch::kFloat);  // [B,H,T,F]
@@ -228,6 +226,7 @@ std::unique_ptr<MixerState> LinearAttentionImpl::init_state(int64_t batch) const
   s->S = torch::zeros({batch, H, F, cfg_.d_head()}, opt);
   s->z = torch::zeros({batch, H, F}, opt);
   s->m = torch::full({batch, H}, feature_map->exponential() ? -kInf : 0.0, opt);
+  s->pos = torch::zeros({}, torch::kLong);
   return s;
 }
 
@@ -240,7 +239,9 @@ torch::Tensor LinearAttentionImpl::step_heads(const torch::Tensor& x_t, MixerSta
   check_step_input(x_t, "linear attention");
   SEQLAB_CHECK(s.S.size(0) == x_t.size(0), "linear attention: state batch {} != input batch {}",
                s.S.size(0), x_t.size(0));
-  auto f = featurize(x_t.unsqueeze(1));                              // features of [B,1,D]
+  const int64_t t = s.pos.item<int64_t>();
+  auto f = featurize(x_t.unsqueeze(1), t);  // features of [B,1,D]
+  s.pos.fill_(t + 1);
   auto y = recur(f, 0, s);                                           // [B,H,Dh]
   return concat_heads(y.unsqueeze(2), x_t.unsqueeze(1)).squeeze(1);  // [B,D]
 }

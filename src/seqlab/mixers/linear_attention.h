@@ -42,6 +42,14 @@
 //   stay finite there but lose precision. Per-feature offsets would fix that at O(T C F) cost.
 //
 // All attention arithmetic, and the state, is fp32 whatever the parameter dtype.
+//
+// Options for pretrained layouts (what conversion keeps from a Llama / Qwen2 / NeoX teacher):
+// rotary position embeddings (mixers/rope.h) rotate q and k before the feature map sees them, at
+// the token's position (the state counts tokens in `pos`); grouped-query attention (G = n_kv_head)
+// projects G key/value heads, which are repeated to the H query heads before the feature map, so
+// the state is per query head: the maps with learned per-head key weights (t2r, hedgehog) give
+// each query head its own phi(k), so heads of a group cannot share one S. Biases follow qkv_bias
+// and o_bias.
 #pragma once
 
 #include "seqlab/mixers/feature_maps/feature_map.h"
@@ -50,14 +58,16 @@
 namespace seqlab {
 
 struct LinearAttentionState : MixerStateBase<LinearAttentionState> {
-  torch::Tensor S;  // [B,H,F,Dh] fp32: sum phi(k_j) v_j^T (relative to exp(m) for performer)
-  torch::Tensor z;  // [B,H,F]    fp32: sum phi(k_j)       (relative to exp(m) for performer)
-  torch::Tensor m;  // [B,H]      fp32: running max key log-feature; -inf before the first token
-                    //                  for exponential maps, 0 (unused) for the others
+  torch::Tensor S;    // [B,H,F,Dh] fp32: sum phi(k_j) v_j^T (relative to exp(m) for performer)
+  torch::Tensor z;    // [B,H,F]    fp32: sum phi(k_j)       (relative to exp(m) for performer)
+  torch::Tensor m;    // [B,H]      fp32: running max key log-feature; -inf before the first token
+                      //                  for exponential maps, 0 (unused) for the others
+  torch::Tensor pos;  // [] int64 on CPU: tokens consumed (the next token's RoPE position)
   void for_each(const std::function<void(const std::string&, torch::Tensor&)>& f) override {
     f("S", S);
     f("z", z);
     f("m", m);
+    f("pos", pos);
   }
 };
 
@@ -84,10 +94,10 @@ class LinearAttentionImpl : public MixerImpl, public HeadsMixer {
   torch::Tensor forward_heads(const torch::Tensor& x) override;
   torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s) override;
 
-  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
-  torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]
-  torch::nn::Linear v{nullptr};  // weight [D,D], bias [D]
-  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D] (qkv_bias)
+  torch::nn::Linear k{nullptr};  // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
+  torch::nn::Linear v{nullptr};  // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
+  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D] (o_bias)
   FeatureMap feature_map;        // [B,H,T,Dh] -> [B,H,T,F]
 
  private:
@@ -98,7 +108,8 @@ class LinearAttentionImpl : public MixerImpl, public HeadsMixer {
     torch::Tensor v;        // [B,H,T,Dh]
     torch::Tensor key_max;  // [B,H,T] M_j for exponential maps; undefined for the others
   };
-  Features featurize(const torch::Tensor& x);
+  // x [B,T,D] at positions p0 .. p0+T-1 (RoPE).
+  Features featurize(const torch::Tensor& x, int64_t p0 = 0);
   // Unnormalized weights a [B,H,T,T] (masked; offset-weighted for exponential maps) and, for
   // exponential maps, the key sums z [B,H,T,F] each query sees (undefined otherwise).
   std::pair<torch::Tensor, torch::Tensor> scores(const Features& f);

@@ -44,10 +44,35 @@ void MixerConfig::validate() {
   SEQLAB_CHECK(!mae || n_head >= 2,
                "--mae needs at least 2 heads (each expert drops one of them), got n_head = {}",
                n_head);
+  SEQLAB_CHECK(n_kv_head >= 0 && kv_heads() <= n_head && n_head % kv_heads() == 0,
+               "n_kv_head ({}) must divide n_head ({}) (0 = n_head)", n_kv_head, n_head);
+  SEQLAB_CHECK(kv_heads() == n_head || entry->traits.attention,
+               "--n-kv-head (grouped-query attention) needs {}, not '{}'",
+               attention_arch_names("or"), arch);
+  SEQLAB_CHECK(!rope || entry->traits.attention, "--rope needs {}, not '{}'",
+               attention_arch_names("or"), arch);
+  SEQLAB_CHECK((qkv_bias && o_bias) || entry->traits.attention,
+               "--qkv-bias/--o-bias false need {}, not '{}'", attention_arch_names("or"), arch);
+  if (rope) {
+    SEQLAB_CHECK(rope_theta > 0, "rope_theta must be positive, got {}", rope_theta);
+    SEQLAB_CHECK(rope_fraction > 0 && rope_fraction <= 1, "rope_fraction must be in (0, 1], got {}",
+                 rope_fraction);
+    SEQLAB_CHECK(rope_dims() >= 2,
+                 "rope_fraction {} of d_head {} rotates {} dims; RoPE needs at least 2",
+                 rope_fraction, d_head(), rope_dims());
+  }
   SEQLAB_CHECK(mae_gate == "prefix" || mae_gate == "token",
                "--mae-gate must be prefix or token, got '{}'", mae_gate);
   SEQLAB_CHECK(mae_gate_hidden >= 0, "--mae-gate-hidden must be >= 0 (0 = d_model), got {}",
                mae_gate_hidden);
+}
+
+int64_t MixerConfig::rope_dims() const {
+  if (!rope) return 0;
+  // NeoX: rotary_ndims = int(head_size * rotary_pct); an odd count loses its last dim, as the
+  // rotate-half split needs pairs.
+  const auto r = static_cast<int64_t>(static_cast<double>(d_head()) * rope_fraction);
+  return r - r % 2;
 }
 
 }  // namespace seqlab

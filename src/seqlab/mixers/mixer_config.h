@@ -22,6 +22,7 @@ struct MixerConfig {
   std::string feature_map;  // linear attention only: elu1 | relu | rfa | performer | t2r | hedgehog
   int64_t d_model = 0;      // D: width of the residual stream
   int64_t n_head = 0;       // H: attention heads (d_head = D / H)
+  int64_t n_kv_head = 0;    // G: key/value heads (grouped-query attention); 0 = n_head
   int64_t d_state = 0;      // N: SSM state size per channel
   int64_t d_feature = 0;    // F: feature-map width per head before any doubling; 0 = d_head
   int64_t chunk_size = 0;   // C: chunk length of linear attention's chunked form
@@ -35,6 +36,11 @@ struct MixerConfig {
   bool mae = false;             // softmax/linear only: mixture of attentive experts (mixers/mae.h)
   std::string mae_gate;         // MAE gate input: prefix (mean of x_1..x_t) | token (x_t)
   int64_t mae_gate_hidden = 0;  // MAE gate MLP width; 0 = D
+  bool rope = false;            // rotary position embeddings on q and k (mixers/rope.h)
+  double rope_theta = 0;        // RoPE base (HF rope_theta / rotary_emb_base)
+  double rope_fraction = 0;     // fraction of each head's dims that rotate (NeoX rotary_pct)
+  bool qkv_bias = true;         // attention: q, k, v projections have biases
+  bool o_bias = true;           // attention: the output projection has a bias
 
   template <class V>
   void visit(V&& v) {
@@ -42,6 +48,8 @@ struct MixerConfig {
     v(feature_map, "feature-map", std::string("elu1"), feature_map_flag_help());
     v(d_model, "d-model", int64_t{64}, "width of the residual stream (D)");
     v(n_head, "n-head", int64_t{4}, "attention heads (H); D must be divisible by H");
+    v(n_kv_head, "n-kv-head", int64_t{0},
+      "key/value heads for grouped-query attention (must divide n_head; 0 = n_head)");
     v(d_state, "d-state", int64_t{16}, "state size per channel of the SSMs (N)");
     v(d_feature, "d-feature", int64_t{0},
       "feature-map width per head for rfa/performer/t2r/hedgehog (0 = d_head)");
@@ -60,11 +68,23 @@ struct MixerConfig {
     v(mae_gate, "mae-gate", std::string("prefix"),
       "MAE gate input: prefix (mean of the tokens so far) | token (the current token)");
     v(mae_gate_hidden, "mae-gate-hidden", int64_t{0}, "MAE gate hidden width (0 = d_model)");
+    v(rope, "rope", false,
+      "rotary position embeddings on q and k (Hugging Face rotate-half; attention only)");
+    v(rope_theta, "rope-theta", 10000.0, "RoPE base (theta)");
+    v(rope_fraction, "rope-fraction", 1.0,
+      "fraction of each head's dims that rotate (GPT-NeoX rotary_pct); the rest pass through");
+    v(qkv_bias, "qkv-bias", true, "attention q, k, v projections have biases");
+    v(o_bias, "o-bias", true, "attention output projection has a bias");
   }
 
   MixerConfig() { visit(DefaultsVisitor{}); }
 
   int64_t d_head() const { return n_head > 0 ? d_model / n_head : 0; }
+  // G: key/value heads (n_kv_head, or n_head when it is 0). Query head h reads kv head
+  // h / (H / G), as Hugging Face's repeat_kv does.
+  int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  // R: the rotated dims of each head (even; 0 without RoPE).
+  int64_t rope_dims() const;
 
   // Resolves aliases (--arch t2r means --arch linear --feature-map t2r) and throws seqlab::Error
   // on an impossible combination.

@@ -1,6 +1,7 @@
 #include "seqlab/mixers/softmax_attention.h"
 
 #include "seqlab/mixers/registry.h"
+#include "seqlab/mixers/rope.h"
 
 #include <cmath>
 #include <limits>
@@ -16,16 +17,12 @@ SEQLAB_REGISTER_ARCH(SoftmaxAttentionImpl,
                        }}});
 
 SoftmaxAttentionImpl::SoftmaxAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
-  const int64_t D = cfg.d_model;
-  q = register_module("q", torch::nn::Linear(D, D));
-  k = register_module("k", torch::nn::Linear(D, D));
-  v = register_module("v", torch::nn::Linear(D, D));
-  o = register_module("o", torch::nn::Linear(D, D));
+  register_qkvo(*this, cfg, q, k, v, o);
 }
 
-torch::Tensor SoftmaxAttentionImpl::split_heads(const torch::Tensor& x) const {
+torch::Tensor SoftmaxAttentionImpl::split_heads(const torch::Tensor& x, int64_t n) const {
   const int64_t B = x.size(0), T = x.size(1);
-  return x.view({B, T, cfg_.n_head, cfg_.d_head()}).transpose(1, 2);  // [B,T,D] -> [B,H,T,Dh]
+  return x.view({B, T, n, cfg_.d_head()}).transpose(1, 2);  // [B,T,n*Dh] -> [B,n,T,Dh]
 }
 
 torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
@@ -35,8 +32,9 @@ torch::Tensor SoftmaxAttentionImpl::forward(const torch::Tensor& x) {
 torch::Tensor SoftmaxAttentionImpl::forward_heads(const torch::Tensor& x) {
   auto w = attention_weights(x);  // [B,H,T,T] (checks x)
   const int64_t B = x.size(0), T = x.size(1);
-  auto y = torch::matmul(w, split_heads(v(x)));            // [B,H,T,Dh]
-  return y.transpose(1, 2).reshape({B, T, cfg_.d_model});  // [B,T,D]
+  const int64_t rep = cfg_.n_head / cfg_.kv_heads();
+  auto y = torch::matmul(w, repeat_kv(split_heads(v(x), cfg_.kv_heads()), rep));  // [B,H,T,Dh]
+  return y.transpose(1, 2).reshape({B, T, cfg_.d_model});                         // [B,T,D]
 }
 
 torch::Tensor SoftmaxAttentionImpl::attention_weights(const torch::Tensor& x) {
@@ -45,9 +43,10 @@ torch::Tensor SoftmaxAttentionImpl::attention_weights(const torch::Tensor& x) {
                fmt::join(x.sizes().vec(), ","));
   const int64_t T = x.size(1);
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_head()));
-  auto qh = split_heads(q(x));                                    // [B,H,T,Dh]
-  auto kh = split_heads(k(x));                                    // [B,H,T,Dh]
-  auto scores = torch::matmul(qh, kh.transpose(-1, -2)) * scale;  // [B,H,T,T]
+  const int64_t G = cfg_.kv_heads();
+  auto qh = apply_rope(cfg_, split_heads(q(x), cfg_.n_head), 0);                    // [B,H,T,Dh]
+  auto kh = repeat_kv(apply_rope(cfg_, split_heads(k(x), G), 0), cfg_.n_head / G);  // [B,H,T,Dh]
+  auto scores = torch::matmul(qh, kh.transpose(-1, -2)) * scale;                    // [B,H,T,T]
   if (cfg_.causal) {
     auto future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);     // [T,T]
     scores = scores.masked_fill(future, -std::numeric_limits<double>::infinity());  // [B,H,T,T]
@@ -58,8 +57,8 @@ torch::Tensor SoftmaxAttentionImpl::attention_weights(const torch::Tensor& x) {
 std::unique_ptr<MixerState> SoftmaxAttentionImpl::init_state(int64_t batch) const {
   auto s = std::make_unique<SoftmaxAttentionState>();
   const auto opt = state_options();
-  s->k = torch::zeros({batch, cfg_.n_head, cfg_.max_len, cfg_.d_head()}, opt);
-  s->v = torch::zeros({batch, cfg_.n_head, cfg_.max_len, cfg_.d_head()}, opt);
+  s->k = torch::zeros({batch, cfg_.kv_heads(), cfg_.max_len, cfg_.d_head()}, opt);
+  s->v = torch::zeros({batch, cfg_.kv_heads(), cfg_.max_len, cfg_.d_head()}, opt);
   s->len = torch::zeros({}, torch::kLong);
   return s;
 }
@@ -71,7 +70,7 @@ torch::Tensor SoftmaxAttentionImpl::step(const torch::Tensor& x_t, MixerState& s
 torch::Tensor SoftmaxAttentionImpl::step_heads(const torch::Tensor& x_t, MixerState& st) {
   auto& s = state_as<SoftmaxAttentionState>(st, kArch);
   check_step_input(x_t, "softmax attention");
-  const int64_t B = x_t.size(0), H = cfg_.n_head, Dh = cfg_.d_head();
+  const int64_t B = x_t.size(0), H = cfg_.n_head, G = cfg_.kv_heads(), Dh = cfg_.d_head();
   const int64_t t = s.len.item<int64_t>();
   SEQLAB_CHECK(t < cfg_.max_len,
                "softmax attention: the KV cache is full (max_len = {}); cannot step token {}",
@@ -79,12 +78,12 @@ torch::Tensor SoftmaxAttentionImpl::step_heads(const torch::Tensor& x_t, MixerSt
   SEQLAB_CHECK(s.k.size(0) == B, "softmax attention: state batch {} != input batch {}", s.k.size(0),
                B);
   const double scale = 1.0 / std::sqrt(static_cast<double>(Dh));
-  auto qt = q(x_t).view({B, H, 1, Dh}).to(s.k.dtype());   // [B,D] -> [B,H,1,Dh]
-  s.k.narrow(2, t, 1).copy_(k(x_t).view({B, H, 1, Dh}));  // cache[:, :, t] = k_t [B,H,1,Dh]
-  s.v.narrow(2, t, 1).copy_(v(x_t).view({B, H, 1, Dh}));  // cache[:, :, t] = v_t [B,H,1,Dh]
+  auto qt = apply_rope(cfg_, q(x_t).view({B, H, 1, Dh}), t).to(s.k.dtype());   // [B,H,1,Dh]
+  s.k.narrow(2, t, 1).copy_(apply_rope(cfg_, k(x_t).view({B, G, 1, Dh}), t));  // k_t [B,G,1,Dh]
+  s.v.narrow(2, t, 1).copy_(v(x_t).view({B, G, 1, Dh}));  // cache[:, :, t] = v_t [B,G,1,Dh]
   s.len.fill_(t + 1);
-  auto kc = s.k.narrow(2, 0, t + 1);                              // [B,H,t+1,Dh]
-  auto vc = s.v.narrow(2, 0, t + 1);                              // [B,H,t+1,Dh]
+  auto kc = repeat_kv(s.k.narrow(2, 0, t + 1), H / G);            // [B,H,t+1,Dh]
+  auto vc = repeat_kv(s.v.narrow(2, 0, t + 1), H / G);            // [B,H,t+1,Dh]
   auto scores = torch::matmul(qt, kc.transpose(-1, -2)) * scale;  // [B,H,1,t+1]
   auto y = torch::matmul(torch::softmax(scores, -1), vc);         // [B,H,1,Dh]
   return y.reshape({B, cfg_.d_model}).to(x_t.dtype());            // [B,D]

@@ -7,6 +7,11 @@
 //
 // The recurrent form is the KV cache: step() appends k_t, v_t to a cache preallocated to
 // cfg.max_len and attends over the filled prefix. Writing a token past max_len is an error.
+//
+// Options for pretrained layouts (Llama, Qwen2, GPT-NeoX): grouped-query attention (G = n_kv_head
+// key/value heads; the cache holds G heads, query head h reads kv head h / (H / G)), rotary
+// position embeddings on q and k (mixers/rope.h; the token's position is the cache length), and
+// projections without biases (qkv_bias, o_bias).
 #pragma once
 
 #include "seqlab/mixers/mixer.h"
@@ -14,8 +19,9 @@
 namespace seqlab {
 
 struct SoftmaxAttentionState : MixerStateBase<SoftmaxAttentionState> {
-  torch::Tensor k;    // [B,H,L,Dh] key cache, L = max_len; positions >= len are unused
-  torch::Tensor v;    // [B,H,L,Dh] value cache
+  torch::Tensor k;    // [B,G,L,Dh] key cache (G = kv heads, L = max_len; RoPE applied);
+                      // positions >= len are unused
+  torch::Tensor v;    // [B,G,L,Dh] value cache
   torch::Tensor len;  // [] int64 on CPU: tokens cached so far (a tensor so snapshots carry it)
   void for_each(const std::function<void(const std::string&, torch::Tensor&)>& f) override {
     f("k", k);
@@ -40,14 +46,14 @@ class SoftmaxAttentionImpl : public MixerImpl, public HeadsMixer {
   torch::Tensor forward_heads(const torch::Tensor& x) override;
   torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s) override;
 
-  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D]
-  torch::nn::Linear k{nullptr};  // weight [D,D], bias [D]
-  torch::nn::Linear v{nullptr};  // weight [D,D], bias [D]
-  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D]
+  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D] (qkv_bias)
+  torch::nn::Linear k{nullptr};  // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
+  torch::nn::Linear v{nullptr};  // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
+  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D] (o_bias)
 
  private:
-  // [B,T,D] -> [B,H,T,Dh]
-  torch::Tensor split_heads(const torch::Tensor& x) const;
+  // [B,T,n*Dh] -> [B,n,T,Dh]
+  torch::Tensor split_heads(const torch::Tensor& x, int64_t n) const;
 };
 
 }  // namespace seqlab

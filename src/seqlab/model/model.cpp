@@ -14,7 +14,21 @@ MlpImpl::MlpImpl(int64_t d_model, int64_t d_hidden, std::string activation)
   fc2 = register_module("fc2", torch::nn::Linear(d_hidden, d_model));
 }
 
+MlpImpl::MlpImpl(const ModelConfig& cfg) : activation_(cfg.activation) {
+  const int64_t D = cfg.mixer.d_model, I = cfg.mlp_width();
+  using torch::nn::LinearOptions;
+  if (cfg.mlp == "swiglu") {
+    gate = register_module("gate", torch::nn::Linear(LinearOptions(D, I).bias(cfg.mlp_bias)));
+    up = register_module("up", torch::nn::Linear(LinearOptions(D, I).bias(cfg.mlp_bias)));
+    down = register_module("down", torch::nn::Linear(LinearOptions(I, D).bias(cfg.mlp_bias)));
+    return;
+  }
+  fc1 = register_module("fc1", torch::nn::Linear(LinearOptions(D, I).bias(cfg.mlp_bias)));
+  fc2 = register_module("fc2", torch::nn::Linear(LinearOptions(I, D).bias(cfg.mlp_bias)));
+}
+
 torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
+  if (gate) return down(torch::silu(gate(x)) * up(x));  // [...,I] -> [...,D]
   // LibTorch's gelu takes the approximation by name: "none" (erf) or "tanh".
   auto h = torch::gelu(fc1(x), activation_ == "gelu_tanh" ? "tanh" : "none");  // [...,R*D]
   return fc2(h);                                                               // [...,D]
@@ -22,22 +36,25 @@ torch::Tensor MlpImpl::forward(const torch::Tensor& x) {
 
 BlockImpl::BlockImpl(const ModelConfig& cfg, int64_t index) {
   const int64_t D = cfg.mixer.d_model;
-  ln1 = register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+  ln1 = register_module("ln1", Norm(D, cfg.norm, cfg.norm_eps));
   MixerConfig mc = cfg.mixer;
   mc.init_seed = cfg.mixer.init_seed + 1000003ULL * static_cast<uint64_t>(index);
   mixer = register_module("mixer", make_mixer(mc));
-  ln2 = register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
-  if (cfg.mlp_ratio > 0) mlp = register_module("mlp", Mlp(D, cfg.mlp_ratio * D, cfg.activation));
+  ln2 = register_module("ln2", Norm(D, cfg.norm, cfg.norm_eps));
+  if (cfg.mlp_width() > 0) mlp = register_module("mlp", Mlp(cfg));
+  parallel = cfg.parallel_residual;
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x) {
-  auto h = x + mixer->forward(ln1(x));  // [B,T,D]
-  return mlp ? h + mlp(ln2(h)) : h;     // [B,T,D]
+  if (parallel) return x + mixer->forward(ln1(x)) + mlp(ln2(x));  // [B,T,D]
+  auto h = x + mixer->forward(ln1(x));                            // [B,T,D]
+  return mlp ? h + mlp(ln2(h)) : h;                               // [B,T,D]
 }
 
 torch::Tensor BlockImpl::step(const torch::Tensor& x_t, MixerState& s) {
-  auto h = x_t + mixer->step(ln1(x_t), s);  // [B,D]
-  return mlp ? h + mlp(ln2(h)) : h;         // [B,D]
+  if (parallel) return x_t + mixer->step(ln1(x_t), s) + mlp(ln2(x_t));  // [B,D]
+  auto h = x_t + mixer->step(ln1(x_t), s);                              // [B,D]
+  return mlp ? h + mlp(ln2(h)) : h;                                     // [B,D]
 }
 
 ExitHeadImpl::ExitHeadImpl(int64_t d_model, int64_t n_classes) {
@@ -81,7 +98,7 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
     wpe = register_module("wpe", torch::nn::Embedding(cfg_.mixer.max_len, D));
     torch::nn::init::normal_(wpe->weight, 0.0, 0.02);
   }
-  ln_f = register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+  ln_f = register_module("ln_f", Norm(D, cfg_.norm, cfg_.norm_eps));
   if (cfg_.head == "lm") {
     if (!cfg_.tie_embeddings)
       head = register_module(

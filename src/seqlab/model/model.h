@@ -1,5 +1,6 @@
 // SeqModel: token embeddings (+ positions where the mixer needs them), n_layer pre-norm blocks
-// (x + mixer(ln1(x)), then x + mlp(ln2(x))), a final LayerNorm and one of three heads:
+// (x + mixer(ln1(x)), then x + mlp(ln2(x)); or GPT-NeoX's parallel x + mixer(ln1(x)) +
+// mlp(ln2(x))), a final norm and one of three heads:
 //
 //   lm        causal LM: logits over the vocabulary at every position (tied or untied)
 //   tag       a class per position (per-token tagger)
@@ -11,14 +12,17 @@
 // Parameter names (the contract conversion and import/export rely on):
 //   wte.weight [V,D], wpe.weight [max_len,D] (learned positions only),
 //   blocks.{i}.ln1.{weight,bias} [D], blocks.{i}.mixer.*, blocks.{i}.ln2.*,
-//   blocks.{i}.mlp.fc1.{weight [R*D,D],bias}, blocks.{i}.mlp.fc2.{weight [D,R*D],bias},
-//   ln_f.{weight,bias} [D], head.{weight,bias} (untied lm: weight [V,D], no bias; tag/classify:
-//   weight [C,D], bias [C]).
+//   blocks.{i}.mlp.fc1.{weight [I,D],bias}, blocks.{i}.mlp.fc2.{weight [D,I],bias} (plain MLP,
+//   I = mlp_width()) or blocks.{i}.mlp.{gate,up}.weight [I,D], blocks.{i}.mlp.down.weight [D,I]
+//   (swiglu; biases with mlp_bias), ln_f.{weight,bias} [D], head.{weight,bias} (untied lm: weight
+//   [V,D], no bias; tag/classify: weight [C,D], bias [C]). Norms are LayerNorm (weight, bias) or
+//   RMSNorm (weight only; --norm rms), model/norm.h.
 #pragma once
 
 #include "seqlab/mixers/mixer.h"
 #include "seqlab/model/adapters.h"
 #include "seqlab/model/model_config.h"
+#include "seqlab/model/norm.h"
 
 #include <torch/torch.h>
 
@@ -28,10 +32,15 @@
 namespace seqlab {
 
 struct MlpImpl : torch::nn::Module {
-  // activation: "gelu" (exact, erf) or "gelu_tanh" (the tanh approximation GPT-2 calls gelu_new).
+  // A plain MLP, fc2(act(fc1 x)), with biases. activation: "gelu" (exact, erf) or "gelu_tanh"
+  // (the tanh approximation GPT-2 calls gelu_new).
   MlpImpl(int64_t d_model, int64_t d_hidden, std::string activation = "gelu");
-  torch::Tensor forward(const torch::Tensor& x);  // [...,D] -> [...,D]
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  // The model's MLP: plain as above, or swiglu: down(silu(gate x) * up x) (Shazeer 2020; Llama);
+  // width cfg.mlp_width(), biases as cfg.mlp_bias.
+  explicit MlpImpl(const ModelConfig& cfg);
+  torch::Tensor forward(const torch::Tensor& x);                // [...,D] -> [...,D]
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};                 // plain
+  torch::nn::Linear gate{nullptr}, up{nullptr}, down{nullptr};  // swiglu
   std::string activation_;
 };
 TORCH_MODULE(Mlp);
@@ -42,9 +51,10 @@ struct BlockImpl : torch::nn::Module {
   BlockImpl(const ModelConfig& cfg, int64_t index);
   torch::Tensor forward(const torch::Tensor& x);                // [B,T,D] -> [B,T,D]
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s);  // [B,D] -> [B,D]
-  torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
+  Norm ln1{nullptr}, ln2{nullptr};
   Mixer mixer;
-  Mlp mlp{nullptr};  // null when mlp_ratio == 0
+  Mlp mlp{nullptr};       // null when the MLP width is 0
+  bool parallel = false;  // x + mixer(ln1 x) + mlp(ln2 x)
 };
 TORCH_MODULE(Block);
 
@@ -115,7 +125,7 @@ class SeqModelImpl : public torch::nn::Module {
   torch::nn::Embedding wte{nullptr};  // [V,D]
   torch::nn::Embedding wpe{nullptr};  // [max_len,D], learned positions only
   torch::nn::ModuleList blocks{nullptr};
-  torch::nn::LayerNorm ln_f{nullptr};
+  Norm ln_f{nullptr};
   torch::nn::Linear head{nullptr};  // null for a tied lm head
   Adapters adapters{nullptr};       // LoRA / Tied-LoRA, when attached (model/adapters.h)
   // --deq: one weight-tied equilibrium block (model/deq.h) in place of `blocks` (then empty).

@@ -11,6 +11,12 @@ void ModelConfig::validate() {
   SEQLAB_CHECK(mlp_ratio >= 0, "mlp_ratio must be >= 0, got {}", mlp_ratio);
   SEQLAB_CHECK(activation == "gelu" || activation == "gelu_tanh",
                "activation must be gelu or gelu_tanh, got '{}'", activation);
+  SEQLAB_CHECK(mlp == "plain" || mlp == "swiglu", "mlp must be plain or swiglu, got '{}'", mlp);
+  SEQLAB_CHECK(d_mlp >= 0, "d_mlp must be >= 0 (0 = mlp_ratio * d_model), got {}", d_mlp);
+  SEQLAB_CHECK(norm == "layer" || norm == "rms", "norm must be layer or rms, got '{}'", norm);
+  SEQLAB_CHECK(norm_eps > 0, "norm_eps must be positive, got {}", norm_eps);
+  SEQLAB_CHECK(!parallel_residual || mlp_width() > 0,
+               "--parallel-residual needs an MLP (mlp_ratio or d_mlp > 0)");
   SEQLAB_CHECK(pos == "auto" || pos == "learned" || pos == "sinusoidal" || pos == "none",
                "pos must be auto, learned, sinusoidal or none, got '{}'", pos);
   SEQLAB_CHECK(head == "lm" || head == "tag" || head == "classify",
@@ -44,6 +50,9 @@ void ModelConfig::validate() {
     SEQLAB_CHECK(arch_entry(mixer.arch).traits.attention, "--deq needs {}, not '{}'",
                  attention_arch_names("or"), mixer.arch);
     SEQLAB_CHECK(exits.empty(), "--deq has no layers to exit from; drop --exits");
+    SEQLAB_CHECK(norm == "layer" && mlp == "plain" && !parallel_residual && mlp_bias && d_mlp == 0,
+                 "--deq blocks use LayerNorm and a plain MLP with biases (mlp_ratio); drop --norm, "
+                 "--mlp, --d-mlp, --mlp-bias and --parallel-residual");
   }
 }
 
@@ -76,7 +85,11 @@ std::vector<int64_t> ModelConfig::exit_layers() const {
 
 std::string ModelConfig::resolved_pos(bool mixer_needs_positions) const {
   if (pos != "auto") return pos;
-  return mixer_needs_positions ? "learned" : "none";
+  return mixer_needs_positions && !mixer.rope ? "learned" : "none";
+}
+
+int64_t ModelConfig::mlp_width() const {
+  return d_mlp > 0 ? d_mlp : mlp_ratio * mixer.d_model;
 }
 
 nlohmann::json ModelConfig::to_json() const {
