@@ -157,7 +157,8 @@ __attribute__((target("avx2,fma"))) void gelu_tanh_avx2(float* x, int64_t n) {
 // LayerNorm over 8 lanes: mean and variance summed in fp32 lanes (two passes, as the scalar path),
 // then one fused pass for the output.
 __attribute__((target("avx2,fma"))) void layer_norm_avx2(const float* x, const float* gamma,
-                                                         const float* beta, float* y, int64_t n) {
+                                                         const float* beta, float* y, int64_t n,
+                                                         double eps) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -184,7 +185,7 @@ __attribute__((target("avx2,fma"))) void layer_norm_avx2(const float* x, const f
   double var = hsum256(_mm256_add_ps(s0, s1));
   for (; i < n; ++i) var += (x[i] - m) * (x[i] - m);
   var /= static_cast<double>(n);
-  const float inv = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
+  const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
   const __m256 iv = _mm256_set1_ps(inv);
   i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -193,6 +194,48 @@ __attribute__((target("avx2,fma"))) void layer_norm_avx2(const float* x, const f
                      _mm256_fmadd_ps(d, _mm256_loadu_ps(gamma + i), _mm256_loadu_ps(beta + i)));
   }
   for (; i < n; ++i) y[i] = (x[i] - m) * inv * gamma[i] + beta[i];
+}
+
+// RMSNorm over 8 lanes: the mean square summed in fp32 lanes, then y = gamma * (x * inv), the
+// order model/norm.cpp multiplies in.
+__attribute__((target("avx2,fma"))) void rms_norm_avx2(const float* x, const float* gamma, float* y,
+                                                       int64_t n, double eps) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+    s0 = _mm256_fmadd_ps(a, a, s0);
+    s1 = _mm256_fmadd_ps(b, b, s1);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_loadu_ps(x + i);
+    s0 = _mm256_fmadd_ps(a, a, s0);
+  }
+  double ss = hsum256(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) ss += x[i] * x[i];
+  const float ms = static_cast<float>(ss / static_cast<double>(n));
+  const float inv = 1.0f / std::sqrt(ms + static_cast<float>(eps));
+  const __m256 iv = _mm256_set1_ps(inv);
+  i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(gamma + i),
+                                          _mm256_mul_ps(_mm256_loadu_ps(x + i), iv)));
+  for (; i < n; ++i) y[i] = gamma[i] * (x[i] * inv);
+}
+
+// silu(g) * u over 8 lanes: g / (1 + exp(-g)), exp256 clamping -g to the fp32 range (so a very
+// negative g gives a tiny value, not 0 / inf).
+__attribute__((target("avx2,fma"))) void silu_mul_avx2(const float* g, const float* u, float* out,
+                                                       int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), sign = _mm256_set1_ps(-0.0f);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_loadu_ps(g + i);
+    const __m256 e = exp256(_mm256_xor_ps(a, sign));  // exp(-a)
+    const __m256 s = _mm256_div_ps(a, _mm256_add_ps(one, e));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(s, _mm256_loadu_ps(u + i)));
+  }
+  for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
 // In-place softmax over n values, 8 lanes at a time.
@@ -558,9 +601,10 @@ void vecmat(const float* M, const float* p, float* y, int64_t rows, int64_t cols
     for (int64_t c = 0; c < cols; ++c) y[c] += p[r] * M[r * cols + c];
 }
 
-void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n) {
+void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n,
+                double eps) {
   if (active_kernel() == Kernel::avx2) {
-    layer_norm_avx2(x, gamma, beta, y, n);
+    layer_norm_avx2(x, gamma, beta, y, n, eps);
     return;
   }
   double mean = 0, var = 0;
@@ -568,9 +612,29 @@ void layer_norm(const float* x, const float* gamma, const float* beta, float* y,
   mean /= static_cast<double>(n);
   for (int64_t i = 0; i < n; ++i) var += (x[i] - mean) * (x[i] - mean);
   var /= static_cast<double>(n);
-  const float inv = static_cast<float>(1.0 / std::sqrt(var + 1e-5));
+  const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
   const float m = static_cast<float>(mean);
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) * inv * gamma[i] + beta[i];
+}
+
+void rms_norm(const float* x, const float* gamma, float* y, int64_t n, double eps) {
+  if (active_kernel() == Kernel::avx2) {
+    rms_norm_avx2(x, gamma, y, n, eps);
+    return;
+  }
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float ms = static_cast<float>(ss / static_cast<double>(n));
+  const float inv = 1.0f / std::sqrt(ms + static_cast<float>(eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = gamma[i] * (x[i] * inv);
+}
+
+void silu_mul(const float* g, const float* u, float* out, int64_t n) {
+  if (active_kernel() == Kernel::avx2) {
+    silu_mul_avx2(g, u, out, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
 void gelu(float* x, int64_t n) {

@@ -49,9 +49,19 @@ void set_vecmat_narrow(bool on);
 // y += a * x
 void axpy(float a, const float* x, float* y, int64_t n);
 
-// LayerNorm over n values (eps 1e-5, as torch::nn::LayerNorm's default). With AVX2 the mean
-// and variance are summed in fp32 lanes, the scalar twin sums in double.
-void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n);
+// LayerNorm over n values (eps 1e-5 by default, as torch::nn::LayerNorm's; a model's norm_eps
+// otherwise). With AVX2 the mean and variance are summed in fp32 lanes, the scalar twin sums in
+// double.
+void layer_norm(const float* x, const float* gamma, const float* beta, float* y, int64_t n,
+                double eps = 1e-5);
+// RMSNorm over n values (model/norm.h, Hugging Face's LlamaRMSNorm): y = gamma * (x * inv),
+// inv = 1 / sqrt(mean(x^2) + eps) in fp32. With AVX2 the squares are summed in fp32 lanes, the
+// scalar twin sums in double.
+void rms_norm(const float* x, const float* gamma, float* y, int64_t n, double eps);
+// SwiGLU's gate: out[i] = silu(g[i]) * u[i], silu(a) = a / (1 + exp(-a)); out may be g (in
+// place) or any buffer that ends before g's elements it has not read yet. With AVX2 exp is exp256
+// (relative error < 2e-7); the scalar twin calls std::exp. Both are tested against float64.
+void silu_mul(const float* g, const float* u, float* out, int64_t n);
 // GELU, exact (erf) and its tanh approximation (GPT-2's gelu_new). With AVX2, 8 lanes at a time:
 // erf by a polynomial (absolute error < 1.5e-7), tanh through exp; the scalar twin calls std::erf
 // / std::tanh. Both are tested against float64.
