@@ -1,6 +1,7 @@
 #include "seqlab/infer/fast_mixer.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/infer/fast_rope.h"
 #include "seqlab/mixers/registry.h"
 
 #include <fmt/format.h>
@@ -15,6 +16,17 @@ std::vector<float> Weights::take(const std::string& name, const std::vector<int6
                fmt::join(t.sizes().vec(), ","), fmt::join(shape, ","));
   auto c = t.detach().to(torch::kFloat).contiguous();
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+std::shared_ptr<const FastRope> Weights::rope(const MixerConfig& cfg) const {
+  if (!cfg.rope) return nullptr;
+  if (rope_) {
+    SEQLAB_CHECK(rope_->dims() == cfg.rope_dims(),
+                 "fast decoder: shared RoPE tables rotate {} dims, the mixer {}", rope_->dims(),
+                 cfg.rope_dims());
+    return rope_;
+  }
+  return std::make_shared<FastRope>(cfg, cfg.max_len);
 }
 
 Dense::Dense(const Weights& wt, const std::string& name, int64_t out_, int64_t in_)

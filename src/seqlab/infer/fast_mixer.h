@@ -20,17 +20,25 @@
 
 namespace seqlab::infer {
 
+class FastRope;
+
 // A mixer's parameters and buffers as fp32 copies, by their names inside the mixer ("q.weight",
 // "feature_map.w", "w_hh.bias", ...).
+// Also carries what the layers of one model share: the rotary tables (infer/fast_rope.h).
 class Weights {
  public:
-  explicit Weights(const TensorMap& tensors) : t_(tensors) {}
+  explicit Weights(const TensorMap& tensors, std::shared_ptr<const FastRope> rope = nullptr)
+      : t_(tensors), rope_(std::move(rope)) {}
   // The named tensor's values, checked against the expected shape (seqlab::Error otherwise).
   std::vector<float> take(const std::string& name, const std::vector<int64_t>& shape) const;
   bool has(const std::string& name) const { return t_.count(name) != 0; }
+  // The model's shared RoPE tables for cfg (cfg.rope), or new ones (a mixer built on its own);
+  // null without RoPE.
+  std::shared_ptr<const FastRope> rope(const MixerConfig& cfg) const;
 
  private:
   TensorMap t_;
+  std::shared_ptr<const FastRope> rope_;
 };
 
 // y = W x + b with owned weights.

@@ -1,9 +1,13 @@
 // Fast causal linear attention with every feature map (mixers/linear_attention.h has the maths:
 // the same normalizer phi(q).S / (phi(q).z + eps * rho) and, for performer, the same running-max
 // key offset m).
-// State per head h: S [F'][Dh], then z [F'], then m (1 float); heads one after another. F' is the
-// feature map's output width.
+// State per query head h: S [F'][Dh], then z [F'], then m (1 float); heads one after another. F'
+// is the feature map's output width. With grouped-query attention (G kv heads) the keys and values
+// are G heads, and query head h reads kv head h / (H / G) (the LibTorch twin repeats them to H);
+// the state stays per query head, since the key maps are per head (t2r, hedgehog). RoPE rotates q
+// and k at the token's position (the pos argument; LinearAttentionState::pos in the twin).
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/infer/fast_rope.h"
 #include "seqlab/infer/feature_maps/feature_map.h"
 #include "seqlab/mixers/linear_attention.h"
 #include "seqlab/mixers/registry.h"
@@ -22,18 +26,22 @@ class FastLinear : public FastMixer {
   FastLinear(const MixerConfig& cfg, const Weights& w)
       : D_(cfg.d_model),
         H_(cfg.n_head),
+        G_(cfg.kv_heads()),
         Dh_(cfg.d_head()),
+        Dkv_(G_ * Dh_),
         q_(w, "q", D_, D_),
-        k_(w, "k", D_, D_),
-        v_(w, "v", D_, D_),
+        k_(w, "k", Dkv_, D_),
+        v_(w, "v", Dkv_, D_),
         o_(w, "o", D_, D_),
         map_(make_fast_feature_map(cfg, w)),
         Fo_(map_->out_dim()),
-        expo_(map_->exponential()) {}
+        expo_(map_->exponential()),
+        rope_(w.rope(cfg)) {}
   int64_t head_state() const { return Fo_ * Dh_ + Fo_ + 1; }
   int64_t state_size() const override { return H_ * head_state(); }
-  // q, k, v, attention output [D each], phi(q), phi(k) [F'], one feature-map temporary [Dh].
-  int64_t scratch_size() const override { return 4 * D_ + 2 * Fo_ + Dh_; }
+  // q [D], k, v [G*Dh], attention output [D], phi(q), phi(k) [F'], one feature-map temporary
+  // [Dh].
+  int64_t scratch_size() const override { return 2 * D_ + 2 * Dkv_ + 2 * Fo_ + Dh_; }
   void reset(float* state) const override {
     const float m0 = expo_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     for (int64_t h = 0; h < H_; ++h) {
@@ -43,40 +51,45 @@ class FastLinear : public FastMixer {
     }
   }
 
-  void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
-    float *q = scratch, *k = q + D_, *v = k + D_, *att = v + D_, *feat = att + D_;
+  void step(const float* x, float* y, float* state, float* scratch, int64_t pos) const override {
+    float *q = scratch, *k = q + D_, *v = k + Dkv_, *att = v + Dkv_, *feat = att + D_;
     q_(x, q);
     k_(x, k);
     v_(x, v);
+    if (rope_) rope_->rotate_qk(q, H_, k, G_, Dh_, 1, pos);
     recur(q, k, v, att, state, feat);
     o_(att, y);
   }
-  int64_t prefill_scratch_size(int64_t n) const override { return 4 * n * D_ + 2 * Fo_ + Dh_; }
+  int64_t prefill_scratch_size(int64_t n) const override {
+    return 2 * n * D_ + 2 * n * Dkv_ + 2 * Fo_ + Dh_;
+  }
   void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
-               int64_t) const override {
-    float *Q = scratch, *K = Q + n * D_, *V = K + n * D_, *A = V + n * D_, *feat = A + n * D_;
+               int64_t pos0) const override {
+    float *Q = scratch, *K = Q + n * D_, *V = K + n * Dkv_, *A = V + n * Dkv_, *feat = A + n * D_;
     matmul_rows(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, n, D_, D_);
-    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, D_, D_);
-    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, D_, D_);
+    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, Dkv_, D_);
+    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, Dkv_, D_);
+    if (rope_) rope_->rotate_qk(Q, H_, K, G_, Dh_, n, pos0);
     for (int64_t i = 0; i < n; ++i)
-      recur(Q + i * D_, K + i * D_, V + i * D_, A + i * D_, state, feat);
+      recur(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, state, feat);
     matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, n, D_, D_);
   }
 
  private:
-  // One token's recurrence from its projections q, k, v [D]: advances every head's S, z (and m)
-  // and writes the attention output att [D]. feat: scratch of 2F' + Dh floats.
+  // One token's recurrence from its projections q [D], k, v [G*Dh]: advances every head's S, z
+  // (and m) and writes the attention output att [D]. feat: scratch of 2F' + Dh floats.
   void recur(const float* q, const float* k, const float* v, float* att, float* state,
              float* feat) const {
     float *pq = feat, *pk = pq + Fo_, *tmp = pk + Fo_;
+    const int64_t rep = H_ / G_;
     for (int64_t h = 0; h < H_; ++h) {
       float* S = state + h * head_state();
       float* z = S + Fo_ * Dh_;
       float& m = z[Fo_];
-      const float* vh = v + h * Dh_;
+      const float* vh = v + (h / rep) * Dh_;
       float mk = 0;
       map_->apply(q + h * Dh_, h, true, pq, tmp, nullptr);
-      map_->apply(k + h * Dh_, h, false, pk, tmp, expo_ ? &mk : nullptr);
+      map_->apply(k + (h / rep) * Dh_, h, false, pk, tmp, expo_ ? &mk : nullptr);
       if (expo_) {
         // Rescale the sums to the new running max, as online softmax does.
         const float m_new = std::max(m, mk);
@@ -107,11 +120,12 @@ class FastLinear : public FastMixer {
     }
   }
 
-  int64_t D_, H_, Dh_;
+  int64_t D_, H_, G_, Dh_, Dkv_;
   Dense q_, k_, v_, o_;
-  std::unique_ptr<FastFeatureMap> map_;  // phi (infer/feature_maps/<map>.cpp)
-  int64_t Fo_;                           // F' = map_->out_dim()
-  bool expo_;                            // map_->exponential(): performer's running-max offset
+  std::unique_ptr<FastFeatureMap> map_;   // phi (infer/feature_maps/<map>.cpp)
+  int64_t Fo_;                            // F' = map_->out_dim()
+  bool expo_;                             // map_->exponential(): performer's running-max offset
+  std::shared_ptr<const FastRope> rope_;  // null without RoPE
 };
 
 }  // namespace

@@ -1,10 +1,13 @@
 // Fast softmax attention: the KV cache, preallocated for max_len tokens.
-// State: K [H][max_len][Dh] then V [H][max_len][Dh]: head-major, so one head's keys are a
-// contiguous matrix and its scores are one matrix-vector product.
+// State: K [G][max_len][Dh] then V [G][max_len][Dh] (G = kv heads; G = H without grouped-query
+// attention): head-major, so one head's keys are a contiguous matrix and its scores are one
+// matrix-vector product. Keys are cached rotated (RoPE), as SoftmaxAttentionState holds them.
+// Query head h reads kv head h / (H / G).
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_mixer.h"
-#include "seqlab/mixers/softmax_attention.h"
+#include "seqlab/infer/fast_rope.h"
 #include "seqlab/mixers/registry.h"
+#include "seqlab/mixers/softmax_attention.h"
 
 #include <cmath>
 
@@ -17,60 +20,68 @@ class FastSoftmax : public FastMixer {
   FastSoftmax(const MixerConfig& cfg, const Weights& w)
       : D_(cfg.d_model),
         H_(cfg.n_head),
+        G_(cfg.kv_heads()),
         Dh_(cfg.d_head()),
+        Dkv_(G_ * Dh_),
         L_(cfg.max_len),
         q_(w, "q", D_, D_),
-        k_(w, "k", D_, D_),
-        v_(w, "v", D_, D_),
-        o_(w, "o", D_, D_) {}
-  int64_t state_size() const override { return 2 * L_ * D_; }
-  int64_t scratch_size() const override { return 4 * D_ + L_; }
+        k_(w, "k", Dkv_, D_),
+        v_(w, "v", Dkv_, D_),
+        o_(w, "o", D_, D_),
+        rope_(w.rope(cfg)) {}
+  int64_t state_size() const override { return 2 * L_ * Dkv_; }
+  int64_t scratch_size() const override { return 2 * D_ + 2 * Dkv_ + L_; }
   void reset(float* state) const override { std::fill(state, state + state_size(), 0.0f); }
   void step(const float* x, float* y, float* state, float* scratch, int64_t pos) const override {
-    float *q = scratch, *k = q + D_, *v = k + D_, *att = v + D_, *p = att + D_;
+    float *q = scratch, *k = q + D_, *v = k + Dkv_, *att = v + Dkv_, *p = att + D_;
     q_(x, q);
     k_(x, k);
     v_(x, v);
+    if (rope_) rope_->rotate_qk(q, H_, k, G_, Dh_, 1, pos);
     attend(q, k, v, att, state, p, pos);
     o_(att, y);
   }
-  int64_t prefill_scratch_size(int64_t n) const override { return 4 * n * D_ + L_; }
+  int64_t prefill_scratch_size(int64_t n) const override { return 2 * n * D_ + 2 * n * Dkv_ + L_; }
   void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
                int64_t pos0) const override {
-    float *Q = scratch, *K = Q + n * D_, *V = K + n * D_, *A = V + n * D_, *p = A + n * D_;
+    float *Q = scratch, *K = Q + n * D_, *V = K + n * Dkv_, *A = V + n * Dkv_, *p = A + n * D_;
     matmul_rows(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, n, D_, D_);
-    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, D_, D_);
-    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, D_, D_);
+    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, Dkv_, D_);
+    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, Dkv_, D_);
+    if (rope_) rope_->rotate_qk(Q, H_, K, G_, Dh_, n, pos0);
     for (int64_t i = 0; i < n; ++i)
-      attend(Q + i * D_, K + i * D_, V + i * D_, A + i * D_, state, p, pos0 + i);
+      attend(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, state, p, pos0 + i);
     matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, n, D_, D_);
   }
 
  private:
-  // Appends k_t, v_t to the cache at pos and writes the attention output of q_t to att [D];
-  // p is scratch for pos + 1 scores.
+  // Appends k_t, v_t [G*Dh] to the cache at pos and writes the attention output of q_t [D] to
+  // att [D]; p is scratch for pos + 1 scores.
   void attend(const float* q, const float* k, const float* v, float* att, float* state, float* p,
               int64_t pos) const {
     SEQLAB_CHECK(pos < L_,
                  "softmax attention: the KV cache is full (max_len = {}); cannot step token {}", L_,
                  pos + 1);
     float* K = state;
-    float* V = state + L_ * D_;
-    for (int64_t h = 0; h < H_; ++h) {
-      std::copy(k + h * Dh_, k + (h + 1) * Dh_, K + (h * L_ + pos) * Dh_);
-      std::copy(v + h * Dh_, v + (h + 1) * Dh_, V + (h * L_ + pos) * Dh_);
+    float* V = state + L_ * Dkv_;
+    for (int64_t g = 0; g < G_; ++g) {
+      std::copy(k + g * Dh_, k + (g + 1) * Dh_, K + (g * L_ + pos) * Dh_);
+      std::copy(v + g * Dh_, v + (g + 1) * Dh_, V + (g * L_ + pos) * Dh_);
     }
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dh_));
+    const int64_t rep = H_ / G_;
     for (int64_t h = 0; h < H_; ++h) {
-      matvec(K + h * L_ * Dh_, nullptr, q + h * Dh_, p, pos + 1, Dh_);  // keys 0..pos
+      const int64_t g = h / rep;
+      matvec(K + g * L_ * Dh_, nullptr, q + h * Dh_, p, pos + 1, Dh_);  // keys 0..pos
       for (int64_t t = 0; t <= pos; ++t) p[t] *= scale;
       softmax(p, pos + 1);
-      vecmat(V + h * L_ * Dh_, p, att + h * Dh_, pos + 1, Dh_);  // weights times values
+      vecmat(V + g * L_ * Dh_, p, att + h * Dh_, pos + 1, Dh_);  // weights times values
     }
   }
 
-  int64_t D_, H_, Dh_, L_;
+  int64_t D_, H_, G_, Dh_, Dkv_, L_;
   Dense q_, k_, v_, o_;
+  std::shared_ptr<const FastRope> rope_;  // null without RoPE
 };
 
 }  // namespace
