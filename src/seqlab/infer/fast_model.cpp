@@ -2,6 +2,7 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/safetensors.h"
+#include "seqlab/infer/fast_rope.h"
 #include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 
@@ -18,11 +19,41 @@ namespace {
 
 // The ModelConfig / MixerConfig fields (flag names) the fast decoder was written for. Any other
 // field must hold its default: see fast_support().
-const std::set<std::string> kFastFields = {
-    "arch",           "feature-map", "d-model",     "n-head",       "d-state",    "d-feature",
-    "chunk-size",     "causal",      "qrnn-window", "qrnn-pooling", "expand",     "d-conv",
-    "max-context",    "init-seed",   "n-layer",     "mlp-ratio",    "activation", "pos",
-    "tie-embeddings", "vocab-size",  "head",        "n-classes",    "pooling"};
+const std::set<std::string> kFastFields = {"arch",
+                                           "feature-map",
+                                           "d-model",
+                                           "n-head",
+                                           "n-kv-head",
+                                           "d-state",
+                                           "d-feature",
+                                           "chunk-size",
+                                           "causal",
+                                           "qrnn-window",
+                                           "qrnn-pooling",
+                                           "expand",
+                                           "d-conv",
+                                           "max-context",
+                                           "init-seed",
+                                           "rope",
+                                           "rope-theta",
+                                           "rope-fraction",
+                                           "qkv-bias",
+                                           "o-bias",
+                                           "n-layer",
+                                           "mlp-ratio",
+                                           "activation",
+                                           "mlp",
+                                           "d-mlp",
+                                           "mlp-bias",
+                                           "norm",
+                                           "norm-eps",
+                                           "parallel-residual",
+                                           "pos",
+                                           "tie-embeddings",
+                                           "vocab-size",
+                                           "head",
+                                           "n-classes",
+                                           "pooling"};
 
 // Finds the first field outside kFastFields whose value is not its default.
 struct NewFieldVisitor {
@@ -72,54 +103,77 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
   SEQLAB_CHECK(why.empty(), "the fast decoder does not support this model: {}", why);
   D_ = cfg_.mixer.d_model;
   V_ = cfg_.vocab_size;
+  I_ = cfg_.mlp_width();
+  rms_ = cfg_.norm == "rms";
+  swiglu_ = cfg_.mlp == "swiglu";
+  parallel_ = cfg_.parallel_residual;
   pos_ = model.uses_learned_positions()
              ? "learned"
              : cfg_.resolved_pos(model.blocks->ptr<BlockImpl>(0)->mixer->needs_positions());
   auto all = model_tensors(model);
+  auto norm_bias = [&](const std::string& name) {
+    return rms_ ? std::vector<float>{} : copy_of(all.at(name));
+  };
   wte_ = copy_of(all.at("wte.weight"));
   if (pos_ == "learned") wpe_ = copy_of(all.at("wpe.weight"));
   lnf_w_ = copy_of(all.at("ln_f.weight"));
-  lnf_b_ = copy_of(all.at("ln_f.bias"));
+  lnf_b_ = norm_bias("ln_f.bias");
   if (!cfg_.tie_embeddings) head_ = copy_of(all.at("head.weight"));
-  int64_t scratch = 0, mlp = 0, pscratch = 0;
+  // One set of RoPE tables for every layer (their mixers differ in init_seed only).
+  std::shared_ptr<const FastRope> rope;
+  if (cfg_.mixer.rope) rope = std::make_shared<FastRope>(cfg_.mixer, cfg_.mixer.max_len);
+  int64_t scratch = 0, pscratch = 0;
   for (int64_t l = 0; l < cfg_.n_layer; ++l) {
     const std::string p = "blocks." + std::to_string(l) + ".";
-    TensorMap mixer_t;
-    for (const auto& [k, v] : all)
-      if (k.rfind(p + "mixer.", 0) == 0) mixer_t[k.substr(p.size() + 6)] = v;
+    auto sub = [&](const std::string& prefix) {
+      TensorMap t;
+      for (const auto& [k, v] : all)
+        if (k.rfind(p + prefix, 0) == 0) t[k.substr(p.size() + prefix.size())] = v;
+      return t;
+    };
     Block b;
     b.ln1_w = copy_of(all.at(p + "ln1.weight"));
-    b.ln1_b = copy_of(all.at(p + "ln1.bias"));
+    b.ln1_b = norm_bias(p + "ln1.bias");
     b.ln2_w = copy_of(all.at(p + "ln2.weight"));
-    b.ln2_b = copy_of(all.at(p + "ln2.bias"));
+    b.ln2_b = norm_bias(p + "ln2.bias");
     MixerConfig mc = cfg_.mixer;
     mc.init_seed = cfg_.mixer.init_seed + 1000003ULL * static_cast<uint64_t>(l);
-    b.mixer = make_fast_mixer(mc, Weights(mixer_t));
+    b.mixer = make_fast_mixer(mc, Weights(sub("mixer."), rope));
     b.state_offset = state_size_;
     state_size_ += b.mixer->state_size();
     scratch = std::max(scratch, b.mixer->scratch_size());
     pscratch = std::max(pscratch, b.mixer->prefill_scratch_size(kPrefillChunk));
-    if (cfg_.mlp_ratio > 0) {
-      TensorMap mlp_t;
-      for (const auto& [k, v] : all)
-        if (k.rfind(p + "mlp.", 0) == 0) mlp_t[k.substr(p.size() + 4)] = v;
-      const int64_t R = cfg_.mlp_ratio * D_;
-      Weights mw(mlp_t);
-      b.fc1 = Dense(mw, "fc1", R, D_);
-      b.fc2 = Dense(mw, "fc2", D_, R);
-      mlp = std::max(mlp, R);
+    if (I_ > 0) {
+      Weights mw(sub("mlp."));
+      if (swiglu_) {
+        const Dense gate(mw, "gate", I_, D_), up(mw, "up", I_, D_);
+        b.fc1.out = 2 * I_;
+        b.fc1.in = D_;
+        b.fc1.w = gate.w;
+        b.fc1.w.insert(b.fc1.w.end(), up.w.begin(), up.w.end());
+        SEQLAB_CHECK(gate.b.empty() == up.b.empty(), "fast decoder: {}mlp: gate and up biases", p);
+        b.fc1.b = gate.b;
+        b.fc1.b.insert(b.fc1.b.end(), up.b.begin(), up.b.end());
+        b.fc2 = Dense(mw, "down", D_, I_);
+      } else {
+        b.fc1 = Dense(mw, "fc1", I_, D_);
+        b.fc2 = Dense(mw, "fc2", D_, I_);
+      }
     }
     blocks_.push_back(std::move(b));
   }
+  const int64_t hidden = swiglu_ ? 2 * I_ : I_;  // fc1's output
   x_.assign(D_, 0);
   h_.assign(D_, 0);
   y_.assign(D_, 0);
-  mlp_.assign(mlp, 0);
+  y2_.assign(parallel_ ? D_ : 0, 0);
+  mlp_.assign(hidden, 0);
   mix_scratch_.assign(scratch, 0);
   cx_.assign(kPrefillChunk * D_, 0);
   ch_.assign(kPrefillChunk * D_, 0);
   cy_.assign(kPrefillChunk * D_, 0);
-  cm_.assign(kPrefillChunk * mlp, 0);
+  cy2_.assign(parallel_ ? kPrefillChunk * D_ : 0, 0);
+  cm_.assign(kPrefillChunk * hidden, 0);
   cscratch_.assign(pscratch, 0);
 }
 
@@ -128,6 +182,62 @@ DecoderState FastModel::init_state() const {
   s.data.assign(state_size_, 0.0f);
   for (const auto& b : blocks_) b.mixer->reset(s.data.data() + b.state_offset);
   return s;
+}
+
+void FastModel::norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
+                     float* y) const {
+  if (rms_)
+    rms_norm(x, w.data(), y, D_, cfg_.norm_eps);
+  else
+    layer_norm(x, w.data(), b.data(), y, D_, cfg_.norm_eps);
+}
+
+void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t n) const {
+  const int64_t hidden = b.fc1.out;
+  if (n == 1)
+    b.fc1(H, M);
+  else
+    matmul_rows(b.fc1.w.data(), b.fc1.b.empty() ? nullptr : b.fc1.b.data(), H, M, n, hidden, D_);
+  if (swiglu_) {
+    // Row i is [gate | up] at M + 2I i; silu(gate) * up goes to M + I i, which ends before any
+    // row not read yet, so the rows compact in place into [n, I].
+    for (int64_t i = 0; i < n; ++i) silu_mul(M + i * hidden, M + i * hidden + I_, M + i * I_, I_);
+  } else if (cfg_.activation == "gelu_tanh") {
+    gelu_tanh(M, n * I_);
+  } else {
+    gelu(M, n * I_);
+  }
+  if (n == 1)
+    b.fc2(M, Y);
+  else
+    matmul_rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, n, D_, I_);
+}
+
+void FastModel::block_rows(Block& b, float* X, int64_t n, float* state, int64_t pos0) {
+  // One token runs the mixer's step() and matrix-vector products; a chunk, prefill() and
+  // matrix-matrix products.
+  const bool one = n == 1;
+  float* H = one ? h_.data() : ch_.data();
+  float* Y = one ? y_.data() : cy_.data();
+  float* M = one ? mlp_.data() : cm_.data();
+  for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln1_w, b.ln1_b, H + i * D_);
+  if (one)
+    b.mixer->step(H, Y, state, mix_scratch_.data(), pos0);
+  else
+    b.mixer->prefill(H, Y, n, D_, state, cscratch_.data(), pos0);
+  if (parallel_) {  // x + mixer(ln1 x) + mlp(ln2 x), summed in that order
+    float* Y2 = one ? y2_.data() : cy2_.data();
+    for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln2_w, b.ln2_b, H + i * D_);
+    mlp(b, H, Y2, M, n);
+    axpy(1.0f, Y, X, n * D_);
+    axpy(1.0f, Y2, X, n * D_);
+    return;
+  }
+  axpy(1.0f, Y, X, n * D_);
+  if (b.fc1.out == 0) return;
+  for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln2_w, b.ln2_b, H + i * D_);
+  mlp(b, H, Y, M, n);
+  axpy(1.0f, Y, X, n * D_);
 }
 
 void FastModel::step(int64_t token, DecoderState& s, float* logits) {
@@ -139,23 +249,10 @@ void FastModel::step(int64_t token, DecoderState& s, float* logits) {
   const int64_t p = s.pos;
   float* x = x_.data();
   embed(token, p, x);
-  for (auto& b : blocks_) {
-    layer_norm(x, b.ln1_w.data(), b.ln1_b.data(), h_.data(), D_);
-    b.mixer->step(h_.data(), y_.data(), s.data.data() + b.state_offset, mix_scratch_.data(), p);
-    axpy(1.0f, y_.data(), x, D_);
-    if (b.fc1.out == 0) continue;
-    layer_norm(x, b.ln2_w.data(), b.ln2_b.data(), h_.data(), D_);
-    b.fc1(h_.data(), mlp_.data());
-    if (cfg_.activation == "gelu_tanh")
-      gelu_tanh(mlp_.data(), b.fc1.out);
-    else
-      gelu(mlp_.data(), b.fc1.out);
-    b.fc2(mlp_.data(), y_.data());
-    axpy(1.0f, y_.data(), x, D_);
-  }
+  for (auto& b : blocks_) block_rows(b, x, 1, s.data.data() + b.state_offset, p);
   s.pos = p + 1;
   if (!logits) return;
-  layer_norm(x, lnf_w_.data(), lnf_b_.data(), h_.data(), D_);
+  norm(x, lnf_w_, lnf_b_, h_.data());
   matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
 }
 
@@ -184,31 +281,14 @@ void FastModel::prefill(const int64_t* tokens, int64_t n, DecoderState& s, float
                "decoder state position {} cannot advance by {} tokens", s.pos, n);
   // Chunks of kPrefillChunk tokens: every projection and MLP runs as a matrix-matrix product
   // over the chunk's rows; the mixers' recurrences still go token by token.
-  float *X = cx_.data(), *H = ch_.data(), *Y = cy_.data(), *M = cm_.data();
+  float* X = cx_.data();
   for (int64_t c0 = 0; c0 < n; c0 += kPrefillChunk) {
     const int64_t c = std::min(kPrefillChunk, n - c0);
     for (int64_t i = 0; i < c; ++i) embed(tokens[c0 + i], s.pos + i, X + i * D_);
-    for (auto& b : blocks_) {
-      for (int64_t i = 0; i < c; ++i)
-        layer_norm(X + i * D_, b.ln1_w.data(), b.ln1_b.data(), H + i * D_, D_);
-      b.mixer->prefill(H, Y, c, D_, s.data.data() + b.state_offset, cscratch_.data(), s.pos);
-      axpy(1.0f, Y, X, c * D_);
-      if (b.fc1.out == 0) continue;
-      for (int64_t i = 0; i < c; ++i)
-        layer_norm(X + i * D_, b.ln2_w.data(), b.ln2_b.data(), H + i * D_, D_);
-      matmul_rows(b.fc1.w.data(), b.fc1.b.empty() ? nullptr : b.fc1.b.data(), H, M, c, b.fc1.out,
-                  D_);
-      if (cfg_.activation == "gelu_tanh")
-        gelu_tanh(M, c * b.fc1.out);
-      else
-        gelu(M, c * b.fc1.out);
-      matmul_rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, c, D_,
-                  b.fc1.out);
-      axpy(1.0f, Y, X, c * D_);
-    }
+    for (auto& b : blocks_) block_rows(b, X, c, s.data.data() + b.state_offset, s.pos);
     s.pos += c;
     if (c0 + c == n && logits) {
-      layer_norm(X + (c - 1) * D_, lnf_w_.data(), lnf_b_.data(), h_.data(), D_);
+      norm(X + (c - 1) * D_, lnf_w_, lnf_b_, h_.data());
       matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
     }
   }

@@ -60,21 +60,32 @@ class FastModel {
 
  private:
   struct Block {
-    std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;
+    std::vector<float> ln1_w, ln1_b, ln2_w, ln2_b;  // the biases are empty for RMSNorm
     std::unique_ptr<FastMixer> mixer;
     int64_t state_offset = 0;
-    Dense fc1, fc2;  // empty when the block has no MLP
+    // The MLP (fc1.out == 0: none). Plain: fc1 [I,D], activation, fc2 [D,I]. SwiGLU: fc1 holds
+    // gate and up stacked, [2I,D] (one product for both), then silu(gate) * up, fc2 = down [D,I].
+    Dense fc1, fc2;
   };
   ModelConfig cfg_;
-  std::string pos_;  // learned | sinusoidal | none
-  int64_t D_ = 0, V_ = 0, state_size_ = 0;
+  std::string pos_;                                 // learned | sinusoidal | none
+  int64_t D_ = 0, V_ = 0, I_ = 0, state_size_ = 0;  // I_: MLP width (0 = no MLP)
+  bool rms_ = false, swiglu_ = false, parallel_ = false;
   std::vector<float> wte_, wpe_, lnf_w_, lnf_b_, head_;  // head_ empty when tied
   std::vector<Block> blocks_;
-  // Scratch for one token: residual x, normed h, mixer output y, MLP hidden, mixer scratch.
-  std::vector<float> x_, h_, y_, mlp_, mix_scratch_;
-  // Scratch for a prefill chunk: residual rows, normed rows, mixer/MLP output rows, MLP hidden
-  // rows, the mixers' prefill scratch.
-  std::vector<float> cx_, ch_, cy_, cm_, cscratch_;
+  // Scratch for one token: residual x, normed h, mixer output y, MLP output y2 (parallel
+  // residual), MLP hidden, mixer scratch.
+  std::vector<float> x_, h_, y_, y2_, mlp_, mix_scratch_;
+  // Scratch for a prefill chunk: residual rows, normed rows, mixer/MLP output rows, MLP output rows
+  // (parallel residual), MLP hidden rows, the mixers' prefill scratch.
+  std::vector<float> cx_, ch_, cy_, cy2_, cm_, cscratch_;
+  // The block's norm (LayerNorm or RMSNorm, norm_eps) of x [D] into y [D].
+  void norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
+            float* y) const;
+  // The block's MLP on n rows H [n,D] -> Y [n,D]; M: n * fc1.out floats of hidden scratch.
+  void mlp(const Block& b, const float* H, float* Y, float* M, int64_t n) const;
+  // One block over n rows X [n,D] (the residual, updated in place) at positions pos0 ...
+  void block_rows(Block& b, float* X, int64_t n, float* state, int64_t pos0);
   // Token embedding (+ position) of `token` at position p into x [D]; checks both.
   void embed(int64_t token, int64_t p, float* x) const;
   // The checks of load_state on a parsed file.
