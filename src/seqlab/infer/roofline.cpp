@@ -173,13 +173,16 @@ TokenCost token_cost(SeqModelImpl& model, int64_t p) {
   }
   int64_t state = 0, state_flops = 0;
   if (arch_entry(cfg.mixer.arch).traits.kv_cache) {
-    state = 2 * (p + 1) * D * cfg.n_layer;  // keys and values of p + 1 tokens
+    // Keys and values of p + 1 tokens, G kv heads; every query head reads its group's.
+    const int64_t Dkv = cfg.mixer.kv_heads() * cfg.mixer.d_head();
+    state = 2 * (p + 1) * Dkv * cfg.n_layer;
     state_flops = 4 * (p + 1) * D * cfg.n_layer;
   } else {
     auto s = model.init_state(1);
     for (auto& l : s.layers)
       l->for_each([&state](const std::string&, torch::Tensor& t) {
-        if (t.defined()) state += t.numel();
+        // Floating tensors only: a position counter (linear attention's pos) is not read.
+        if (t.defined() && t.is_floating_point()) state += t.numel();
       });
     state_flops = 4 * state;
   }

@@ -29,14 +29,15 @@ namespace seqlab::infer {
 //                 except the token embedding (one row of D; all of it when tied, as the head) and
 //                 learned positions (one row of D).
 //   state_bytes   4 × the recurrent state the token reads: softmax attention's keys and values of
-//                 p + 1 tokens (2 (p+1) D per layer); any other mixer's whole state (its
-//                 SeqModel::init_state(1) tensors).
+//                 p + 1 tokens (2 (p+1) G Dh per layer, G kv heads: D without grouped-query
+//                 attention); any other mixer's whole state (its SeqModel::init_state(1) floating
+//                 tensors). RoPE's table row (R floats) is left out.
 //   flops         2 × the multiply-adds of the matrix-vector products (every tensor of two or more
 //                 dimensions: numel, so a 2-D bias such as t2r's b [H,F] is counted too, a
-//                 small over-count; the head V × D; the embedding rows none) plus softmax
-//                 attention's 4 (p+1) D per layer (q·k and p·v) or 4 per state float for any
-//                 other mixer (update and read-out). Elementwise work (LayerNorm, GELU, biases)
-//                 is left out.
+//                 small over-count; the head V × D; the embedding rows none; the MLP's I × D
+//                 matrices, three with SwiGLU) plus softmax attention's 4 (p+1) D per layer (q·k
+//                 and p·v, every query head) or 4 per state float for any other mixer (update
+//                 and read-out). Elementwise work (norms, activations, RoPE, biases) is left out.
 struct TokenCost {
   int64_t weight_bytes = 0, state_bytes = 0, flops = 0;
   int64_t bytes() const { return weight_bytes + state_bytes; }
