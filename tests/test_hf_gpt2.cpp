@@ -10,6 +10,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/hf_gpt2.h"
+#include "seqlab/model/hf_import.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/task.h"
 
@@ -75,7 +76,7 @@ nlohmann::json hf_config(int64_t vocab = V) {
 // A random GPT-2 in HF names. Weights are large enough (std 0.2) that the MLP's inputs reach the
 // range where gelu_new and the exact gelu differ by ~1e-4, so the test sees which one was used.
 TensorMap random_hf_tensors(bool prefix, bool buffers, bool lm_head, int64_t vocab = V,
-                            uint64_t seed = 7) {
+                            uint64_t seed = 7, int64_t inner = I) {
   torch::manual_seed(seed);
   const std::string p = prefix ? "transformer." : "";
   auto w = [](std::vector<int64_t> shape) { return torch::randn(shape) * 0.2; };
@@ -93,9 +94,9 @@ TensorMap random_hf_tensors(bool prefix, bool buffers, bool lm_head, int64_t voc
     t[h + "attn.c_proj.bias"] = w({D}) * 0.5;
     t[h + "ln_2.weight"] = ln_w();
     t[h + "ln_2.bias"] = w({D}) * 0.5;
-    t[h + "mlp.c_fc.weight"] = w({D, I});
-    t[h + "mlp.c_fc.bias"] = w({I}) * 0.5;
-    t[h + "mlp.c_proj.weight"] = w({I, D});
+    t[h + "mlp.c_fc.weight"] = w({D, inner});
+    t[h + "mlp.c_fc.bias"] = w({inner}) * 0.5;
+    t[h + "mlp.c_proj.weight"] = w({inner, D});
     t[h + "mlp.c_proj.bias"] = w({D}) * 0.5;
     if (buffers) {
       t[h + "attn.bias"] = torch::tril(torch::ones({P, P})).view({1, 1, P, P});
@@ -124,13 +125,13 @@ torch::Tensor hf_get(const TensorMap& t, const std::string& name) {
 
 // GPT-2's forward pass (Radford et al. 2019; HF's modeling_gpt2.py), from the HF tensors:
 // tokens [B,T] -> logits [B,T,V], float64.
-torch::Tensor gpt2_reference(const TensorMap& t, const torch::Tensor& tokens,
-                             bool gelu_tanh = true) {
+torch::Tensor gpt2_reference(const TensorMap& t, const torch::Tensor& tokens, bool gelu_tanh = true,
+                             double eps = 1e-5) {
   namespace F = torch::nn::functional;
   const int64_t B = tokens.size(0), T = tokens.size(1), Dh = D / H;
   auto g = [&](const std::string& n) { return hf_get(t, n); };
   auto ln = [&](const torch::Tensor& x, const std::string& n) {
-    return torch::layer_norm(x, {D}, g(n + ".weight"), g(n + ".bias"), 1e-5);
+    return torch::layer_norm(x, {D}, g(n + ".weight"), g(n + ".bias"), eps);
   };
   auto conv1d = [&](const torch::Tensor& x, const std::string& n) {  // y = x W + b, W [in,out]
     return torch::matmul(x, g(n + ".weight")) + g(n + ".bias");
@@ -164,13 +165,14 @@ double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 // seqlab's logits, both forms, against the reference.
-void expect_matches_reference(SeqModelImpl& m, const TensorMap& hf, bool gelu_tanh = true) {
+void expect_matches_reference(SeqModelImpl& m, const TensorMap& hf, bool gelu_tanh = true,
+                              double eps = 1e-5) {
   torch::NoGradGuard ng;
   torch::manual_seed(3);
   const int64_t B = 2, T = 17;
   auto tokens = torch::randint(0, V, {B, T}, torch::kLong);
-  auto ref = gpt2_reference(hf, tokens, gelu_tanh);  // [B,T,V]
-  auto logits = m.forward(tokens);                   // [B,T,V]
+  auto ref = gpt2_reference(hf, tokens, gelu_tanh, eps);  // [B,T,V]
+  auto logits = m.forward(tokens);                        // [B,T,V]
   ASSERT_EQ(logits.sizes(), ref.sizes());
   EXPECT_LE(max_diff(logits, ref), 1e-5) << "forward: first logits " << logits[0][0].slice(0, 0, 4)
                                          << "\nreference " << ref[0][0].slice(0, 0, 4);
@@ -200,7 +202,7 @@ TEST(HfGpt2, ImportWithPrefixAndBuffersMatchesReference) {
   const auto dir = tmp_dir("prefixed");
   auto hf = random_hf_tensors(/*prefix=*/true, /*buffers=*/true, /*lm_head=*/true);
   write_hf_dir(dir, hf_config(), hf);
-  auto lm = read_hf_gpt2(dir);
+  auto lm = read_hf(dir);
   EXPECT_EQ(lm.config.mixer.arch, "softmax");
   EXPECT_EQ(lm.config.activation, "gelu_tanh");
   EXPECT_EQ(lm.config.pos, "learned");
@@ -219,7 +221,7 @@ TEST(HfGpt2, ImportedModelConvertsToAnRnn) {
   const auto dir = tmp_dir("to_convert");
   auto hf = random_hf_tensors(/*prefix=*/true, /*buffers=*/true, /*lm_head=*/true);
   write_hf_dir(dir, hf_config(), hf);
-  auto lm = read_hf_gpt2(dir);
+  auto lm = read_hf(dir);
   for (const char* fm : {"hedgehog", "t2r"}) {
     seqlab::ConvertConfig c;
     c.to = fm;
@@ -241,7 +243,7 @@ TEST(HfGpt2, ImportWithoutPrefixMatchesReference) {
   const auto dir = tmp_dir("plain");
   auto hf = random_hf_tensors(/*prefix=*/false, /*buffers=*/true, /*lm_head=*/false, V, 11);
   write_hf_dir(dir, hf_config(), hf);
-  auto lm = read_hf_gpt2(dir);
+  auto lm = read_hf(dir);
   expect_matches_reference(*lm.model, hf);
 }
 
@@ -252,7 +254,7 @@ TEST(HfGpt2, ExactGeluAndExplicitInnerWidth) {
   cfg["activation_function"] = "gelu";
   cfg["n_inner"] = I;
   write_hf_dir(dir, cfg, hf);
-  auto lm = read_hf_gpt2(dir);
+  auto lm = read_hf(dir);
   EXPECT_EQ(lm.config.activation, "gelu");
   expect_matches_reference(*lm.model, hf, /*gelu_tanh=*/false);
   // The activation matters at this weight scale: gelu_new's reference is measurably different.
@@ -278,7 +280,7 @@ TEST(HfGpt2, ShardedCheckpoint) {
       dir + "/model.safetensors.index.json",
       nlohmann::json{{"metadata", nlohmann::json::object()}, {"weight_map", map}}.dump());
   write_file_atomic(dir + "/config.json", hf_config().dump());
-  auto lm = read_hf_gpt2(dir);
+  auto lm = read_hf(dir);
   expect_matches_reference(*lm.model, hf);
 }
 
@@ -287,10 +289,10 @@ TEST(HfGpt2, ExportImportRoundTrip) {
              hf2_dir = tmp_dir("rt_hf2"), model2_dir = tmp_dir("rt_model2");
   auto hf = random_hf_tensors(false, true, true);
   write_hf_dir(hf_dir, hf_config(), hf);
-  auto first = import_hf_gpt2(hf_dir, model_dir);
+  auto first = import_hf(hf_dir, model_dir).model;
   auto loaded = load_model_dir(model_dir);  // the seqlab directory is a normal model directory
   EXPECT_EQ(loaded.config.activation, "gelu_tanh");
-  export_hf_gpt2(model_dir, hf2_dir);
+  export_hf(model_dir, hf2_dir);
 
   // The exported file holds GPT-2's tensors, bit for bit, under HF names.
   auto file = load_safetensors(hf2_dir + "/model.safetensors");
@@ -317,7 +319,7 @@ TEST(HfGpt2, ExportImportRoundTrip) {
   EXPECT_EQ(cfg["architectures"][0], "GPT2LMHeadModel");
 
   // ... and imports back to the same seqlab tensors and logits.
-  auto second = import_hf_gpt2(hf2_dir, model2_dir);
+  auto second = import_hf(hf2_dir, model2_dir).model;
   auto t1 = model_tensors(*first.model), t2 = model_tensors(*second.model);
   ASSERT_EQ(t1.size(), t2.size());
   for (const auto& [name, t] : t1) EXPECT_TRUE(torch::equal(t, t2.at(name))) << name;
@@ -330,7 +332,7 @@ TEST(HfGpt2, Gpt2VocabularyRecordsTheLmTask) {
   const auto hf_dir = tmp_dir("v50257"), out = tmp_dir("v50257_out");
   write_hf_dir(hf_dir, hf_config(kGpt2VocabSize),
                random_hf_tensors(false, false, false, kGpt2VocabSize));
-  import_hf_gpt2(hf_dir, out);
+  import_hf(hf_dir, out);
   const auto j = read_config_json(out);
   ASSERT_TRUE(j.contains("task"));
   EXPECT_EQ(j["task"]["task"], "lm");
@@ -346,10 +348,10 @@ TEST(HfGpt2, ConfigRefusals) {
     const char* needle;
   };
   const std::vector<Case> cases = {
-      {"layer_norm_epsilon", 1e-6, "layer_norm_epsilon"},
-      {"n_inner", 48, "not a multiple of n_embd"},
+      {"layer_norm_epsilon", "1e-6", "layer_norm_epsilon"},
+      {"n_inner", -48, "n_inner"},
       {"activation_function", "relu", "activation_function 'relu'"},
-      {"model_type", "llama", "model_type"},
+      {"model_type", "bert", "model_type 'bert' is not supported"},
       {"tie_word_embeddings", false, "tie_word_embeddings"},
       {"scale_attn_by_inverse_layer_idx", true, "scale_attn_by_inverse_layer_idx"},
       {"architectures", {"GPT2ForSequenceClassification"}, "GPT2ForSequenceClassification"},
@@ -363,11 +365,29 @@ TEST(HfGpt2, ConfigRefusals) {
     auto cfg = hf_config();
     cfg[c.key] = c.value;
     write_hf_dir(dir, cfg, hf);
-    const auto err = error_of([&] { read_hf_gpt2(dir); });
+    const auto err = error_of([&] { read_hf(dir); });
     EXPECT_HAS(err, c.needle);
     EXPECT_HAS(err, "config.json");
   }
-  EXPECT_HAS(error_of([&] { read_hf_gpt2(tmp_dir("nothing")); }), "not a directory");
+  EXPECT_HAS(error_of([&] { read_hf(tmp_dir("nothing")); }), "not a directory");
+}
+
+// seqlab's norm_eps and d_mlp reproduce any layer_norm_epsilon and n_inner exactly.
+TEST(HfGpt2, AnyEpsilonAndInnerWidth) {
+  const auto dir = tmp_dir("eps_inner");
+  auto hf = random_hf_tensors(false, false, false, V, 5, /*inner=*/48);
+  auto cfg = hf_config();
+  cfg["layer_norm_epsilon"] = 1e-3;
+  cfg["n_inner"] = 48;  // not a multiple of n_embd 32
+  write_hf_dir(dir, cfg, hf);
+  auto lm = read_hf(dir);
+  EXPECT_EQ(lm.config.norm_eps, 1e-3);
+  EXPECT_EQ(lm.config.mlp_width(), 48);
+  expect_matches_reference(*lm.model, hf, true, 1e-3);
+  // The epsilon matters at this size: the 1e-5 reference is measurably different.
+  torch::NoGradGuard ng;
+  auto tokens = torch::randint(0, V, {2, 17}, torch::kLong);
+  EXPECT_GT(max_diff(lm.model->forward(tokens), gpt2_reference(hf, tokens, true, 1e-5)), 1e-5);
 }
 
 TEST(HfGpt2, TensorRefusals) {
@@ -403,7 +423,7 @@ TEST(HfGpt2, TensorRefusals) {
     auto t = base;
     c.edit(t);
     write_hf_dir(dir, hf_config(), t);
-    const auto err = error_of([&] { read_hf_gpt2(dir); });
+    const auto err = error_of([&] { read_hf(dir); });
     EXPECT_HAS(err, c.needle);
     EXPECT_HAS(err, "model.safetensors");
   }
@@ -411,7 +431,7 @@ TEST(HfGpt2, TensorRefusals) {
   fs::create_directories(dir);
   write_file_atomic(dir + "/config.json", hf_config().dump());
   write_file_atomic(dir + "/pytorch_model.bin", "x");
-  EXPECT_HAS(error_of([&] { read_hf_gpt2(dir); }), "safetensors only");
+  EXPECT_HAS(error_of([&] { read_hf(dir); }), "safetensors only");
 }
 
 TEST(HfGpt2, ExportRefusesWhatGpt2CannotExpress) {
@@ -465,7 +485,7 @@ TEST(HfGpt2, ExportRefusesWhatGpt2CannotExpress) {
                out = tmp_dir(std::string("exp_") + c.name + "_hf");
     SeqModelImpl m(cfg);
     save_model_dir(model_dir, m);
-    const auto err = error_of([&] { export_hf_gpt2(model_dir, out); });
+    const auto err = error_of([&] { export_hf(model_dir, out); });
     EXPECT_HAS(err, c.needle);
     if (std::string(c.name) != "ok") {
       EXPECT_HAS(err, model_dir);
@@ -479,13 +499,13 @@ TEST(HfGpt2, RefusesToOverwrite) {
   write_hf_dir(hf_dir, hf_config(), random_hf_tensors(false, false, false));
   fs::create_directories(out);
   write_file_atomic(out + "/keep.txt", "mine");
-  EXPECT_HAS(error_of([&] { import_hf_gpt2(hf_dir, out); }), "already exists");
+  EXPECT_HAS(error_of([&] { import_hf(hf_dir, out); }), "already exists");
   EXPECT_EQ(read_file(out + "/keep.txt"), "mine");
-  EXPECT_HAS(error_of([&] { export_hf_gpt2(out, hf_dir); }), "already exists");
+  EXPECT_HAS(error_of([&] { export_hf(out, hf_dir); }), "already exists");
   // An empty directory is not overwritten, only filled.
   const auto empty = tmp_dir("ow_empty");
   fs::create_directories(empty);
-  import_hf_gpt2(hf_dir, empty + "/");
+  import_hf(hf_dir, empty + "/");
   EXPECT_TRUE(fs::exists(empty + "/model.safetensors"));
   for (const auto& e : fs::directory_iterator(scratch()))  // no staging directory left behind
     EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
@@ -528,12 +548,12 @@ TEST(HfGpt2, Cli) {
   // A bad HF directory: exit 2, one "error: ..." line naming the problem, nothing written.
   const auto bad = tmp_dir("cli_bad"), bad_out = tmp_dir("cli_bad_out");
   auto cfg = hf_config();
-  cfg["layer_norm_epsilon"] = 1e-6;
+  cfg["activation_function"] = "relu";
   write_hf_dir(bad, cfg, hf);
   r = seqlab::testing::run_seqlab("import-hf --hf " + bad + " --out " + bad_out);
   EXPECT_EQ(r.code, 2);
   EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
-  EXPECT_HAS(r.err, "layer_norm_epsilon");
+  EXPECT_HAS(r.err, "activation_function");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(fs::exists(bad_out));
 

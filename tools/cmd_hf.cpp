@@ -1,8 +1,9 @@
-// seqlab import-hf / export-hf: Hugging Face GPT-2 directories <-> seqlab model directories
-// (src/seqlab/model/hf_gpt2.h has the tensor mapping).
+// seqlab import-hf / export-hf: Hugging Face directories (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX)
+// <-> seqlab model directories (src/seqlab/model/hf_import.h; one file per family has its
+// tensor mapping).
 #include "commands.h"
 
-#include "seqlab/model/hf_gpt2.h"
+#include "seqlab/model/hf_import.h"
 
 #include <fmt/format.h>
 
@@ -17,11 +18,13 @@ struct HfArgs {
   Common common;
 };
 
-std::string describe(const LoadedModel& lm) {
-  const auto& c = lm.config;
-  return fmt::format("GPT-2: {} layers, d_model {}, {} heads, vocab {}, context {}, {:.1f}M params",
-                     c.n_layer, c.mixer.d_model, c.mixer.n_head, c.vocab_size, c.mixer.max_len,
-                     count_parameters(*lm.model) / 1e6);
+std::string describe(const HfConversion& r) {
+  const auto& c = r.model.config;
+  const std::string kv =
+      c.mixer.kv_heads() == c.mixer.n_head ? "" : fmt::format(" ({} kv heads)", c.mixer.kv_heads());
+  return fmt::format("{}: {} layers, d_model {}, {} heads{}, vocab {}, context {}, {:.1f}M params",
+                     hf_family_name(r.model_type), c.n_layer, c.mixer.d_model, c.mixer.n_head, kv,
+                     c.vocab_size, c.mixer.max_len, count_parameters(*r.model.model) / 1e6);
 }
 
 }  // namespace
@@ -29,17 +32,25 @@ std::string describe(const LoadedModel& lm) {
 void add_hf_commands(CLI::App& app, Actions& actions) {
   auto im = std::make_shared<HfArgs>();
   auto* import_cmd = app.add_subcommand(
-      "import-hf", "convert a Hugging Face GPT-2 directory into a seqlab model directory");
+      "import-hf",
+      "convert a Hugging Face checkpoint (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX) into "
+      "a seqlab model directory");
   import_cmd->footer(
-      "The HF directory is what transformers' save_pretrained writes for GPT2LMHeadModel (or "
-      "GPT2Model):\nconfig.json with model_type \"gpt2\" and model.safetensors (or a sharded "
-      "model.safetensors.index.json).\nThe result is a softmax-attention seqlab model with learned "
-      "positions, activation gelu_tanh and a tied\nlm head, whose logits equal GPT-2's. With "
-      "GPT-2's vocabulary (50257) it records the task\n{\"task\": \"lm\", \"tokenizer\": "
-      "\"gpt2\"}. Checkpoints seqlab cannot reproduce exactly (layer_norm_epsilon\nother than "
-      "1e-5, n_inner not a multiple of n_embd, untied lm head, ...) are refused.\n"
-      "Example: seqlab import-hf --hf ~/models/gpt2 --out runs/gpt2");
-  import_cmd->add_option("--hf", im->in, "HF GPT-2 directory to read")->required();
+      "The HF directory is what transformers' save_pretrained writes: config.json and\n"
+      "model.safetensors (or a sharded model.safetensors.index.json), F32/F16/BF16. config.json's\n"
+      "model_type picks the family: gpt2 (GPT2LMHeadModel), llama, mistral, qwen2\n"
+      "(LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM) or gpt_neox (GPTNeoXForCausalLM,\n"
+      "Pythia). The result is a softmax-attention seqlab model whose logits equal the "
+      "checkpoint's.\n"
+      "A tokenizer.json beside it is copied, and the task becomes {\"task\": \"lm\", "
+      "\"tokenizer\":\n"
+      "\"hf\"} (GPT-2's 50257-token vocabulary: \"gpt2\"). What seqlab cannot reproduce exactly "
+      "is\n"
+      "refused by name: rope_scaling, quantized checkpoints, Qwen2's sliding window, GPT-2 with "
+      "an\n"
+      "untied head, ... (docs/hf_import.md).\n"
+      "Example: seqlab import-hf --hf ~/models/pythia-70m --out runs/pythia-70m");
+  import_cmd->add_option("--hf", im->in, "Hugging Face model directory to read")->required();
   import_cmd
       ->add_option("--out", im->out,
                    "seqlab model directory to write (must not exist, or be empty)")
@@ -47,27 +58,31 @@ void add_hf_commands(CLI::App& app, Actions& actions) {
   im->common.add(import_cmd, /*with_threads=*/false);
   actions.push_back({import_cmd, [im] {
                        im->common.apply();
-                       auto lm = import_hf_gpt2(im->in, im->out);
-                       fmt::print("imported {}\n{}\n", describe(lm), im->out);
+                       auto r = import_hf(im->in, im->out);
+                       fmt::print("imported {}\n{}\n", describe(r), im->out);
                        return 0;
                      }});
 
   auto ex = std::make_shared<HfArgs>();
-  auto* export_cmd =
-      app.add_subcommand("export-hf", "write a seqlab model as a Hugging Face GPT-2 directory");
+  auto* export_cmd = app.add_subcommand(
+      "export-hf",
+      "write a seqlab model as a Hugging Face directory (GPT-2, Llama, Qwen2, GPT-NeoX)");
   export_cmd->footer(
-      "The model must be one GPT-2 can express: softmax attention, causal, with an MLP, learned "
-      "positions\nand an lm head tied to the embedding (activation gelu_tanh -> gelu_new, gelu -> "
-      "gelu). The output\nloads with transformers' GPT2LMHeadModel.from_pretrained(out).\n"
-      "Example: seqlab export-hf --model runs/gpt2 --out ~/models/gpt2-seqlab");
+      "The family follows from the model: RoPE + RMSNorm + SwiGLU -> llama (qwen2 when q/k/v have\n"
+      "biases and the output projection none), RoPE + LayerNorm + plain MLP -> gpt_neox, learned\n"
+      "positions + LayerNorm + plain MLP with a tied head -> gpt2. The model must be a causal\n"
+      "softmax-attention LM; others are refused with the reason. Adapters are merged first. The\n"
+      "output (F32) loads with transformers' AutoModelForCausalLM.from_pretrained(out); the\n"
+      "model directory's tokenizer.json, if any, is copied.\n"
+      "Example: seqlab export-hf --model runs/pythia-70m --out ~/models/pythia-70m-seqlab");
   export_cmd->add_option("--model", ex->in, "seqlab model directory to read")->required();
   export_cmd->add_option("--out", ex->out, "HF directory to write (must not exist, or be empty)")
       ->required();
   ex->common.add(export_cmd, /*with_threads=*/false);
   actions.push_back({export_cmd, [ex] {
                        ex->common.apply();
-                       auto lm = export_hf_gpt2(ex->in, ex->out);
-                       fmt::print("exported {}\n{}\n", describe(lm), ex->out);
+                       auto r = export_hf(ex->in, ex->out);
+                       fmt::print("exported {}\n{}\n", describe(r), ex->out);
                        return 0;
                      }});
 }

@@ -1,10 +1,10 @@
-// Hugging Face GPT-2 interop: reads and writes the directory layout of transformers'
-// GPT2LMHeadModel (config.json + model.safetensors), so that GPT-2 weights become a seqlab model
-// directory and back.
+// Hugging Face GPT-2 interop: the GPT2LMHeadModel family of `seqlab import-hf` / `export-hf`
+// (model/hf_import.h reads and writes the directories and dispatches on model_type).
 //
 // GPT-2 (Radford et al. 2019) is exactly a seqlab model with softmax attention, learned positions,
-// pre-norm blocks, an MLP of width n_inner with the tanh-approximated GELU ("gelu_new"), a final
-// LayerNorm and an lm head tied to the token embedding. Only the parameter layout differs
+// pre-norm blocks with LayerNorm (eps layer_norm_epsilon), an MLP of width n_inner with the
+// tanh-approximated GELU ("gelu_new"), a final LayerNorm and an lm head tied to the token
+// embedding. Only the parameter layout differs
 // (D = n_embd, I = n_inner, V = vocab_size, P = n_positions):
 //
 //   HF GPT-2                                  seqlab
@@ -26,8 +26,7 @@
 // On reading, every name may carry the prefix "transformer." (what GPT2LMHeadModel writes);
 // "lm_head.weight" may be present and must equal wte.weight (tied); the buffers h.{i}.attn.bias and
 // h.{i}.attn.masked_bias (the causal mask) are ignored. Any other extra, missing or misshaped
-// tensor is an error naming it. F16/BF16/F64 weights are converted to F32. A sharded checkpoint
-// (model.safetensors.index.json) is read shard by shard.
+// tensor is an error naming it. F16/BF16/F64 weights are converted to F32 (hf_float_tensors).
 //
 // On writing, names carry the "transformer." prefix, lm_head.weight and the mask buffers are left
 // out (transformers ties and rebuilds them), and the file's metadata says {"format": "pt"}, which
@@ -36,7 +35,6 @@
 
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/model.h"
-#include "seqlab/model/model_dir.h"
 
 #include <nlohmann/json.hpp>
 
@@ -47,19 +45,20 @@ namespace seqlab {
 inline constexpr int64_t kGpt2VocabSize = 50257;  // GPT-2's byte-level BPE vocabulary
 
 // The seqlab ModelConfig of an HF GPT-2 config.json object: softmax attention, causal, learned
-// positions (max_context = n_positions), tied lm head, activation from activation_function
+// positions (max_context = n_positions), tied lm head, norm_eps = layer_norm_epsilon, MLP width
+// n_inner (mlp_ratio when n_embd divides it, else d_mlp), activation from activation_function
 // (gelu_new / gelu_pytorch_tanh -> gelu_tanh, gelu -> gelu). Throws seqlab::Error naming `source`
-// and the key for anything seqlab cannot reproduce exactly: another model_type, a
-// layer_norm_epsilon other than 1e-5 (LibTorch's LayerNorm default, which seqlab uses), an
-// n_inner that is not a multiple of n_embd, untied embeddings, unscaled or layer-scaled attention,
-// cross-attention, another activation, an architecture other than GPT2LMHeadModel / GPT2Model.
+// and the key for anything seqlab cannot reproduce exactly: another model_type, untied
+// embeddings, unscaled or layer-scaled attention, cross-attention, another activation, an
+// architecture other than GPT2LMHeadModel / GPT2Model.
 ModelConfig gpt2_config_from_hf(const nlohmann::json& hf, const std::string& source);
 
 // The HF config.json object of a model GPT-2 can express (check_gpt2_expressible first).
 nlohmann::json hf_config_from_gpt2(const ModelConfig& cfg);
 
-// Throws seqlab::Error naming `source` unless the model is a GPT-2: softmax attention, causal, an
-// MLP, learned positions, an lm head tied to wte. `model` gives the resolved positions.
+// Throws seqlab::Error naming `source` unless the model is a GPT-2: softmax attention, causal, a
+// plain MLP with biases, learned positions and no RoPE, LayerNorm, biases on q/k/v/o, as many kv
+// heads as heads, sequential blocks, an lm head tied to wte. `model` gives the resolved positions.
 void check_gpt2_expressible(const SeqModelImpl& model, const std::string& source);
 
 // HF GPT-2 tensors (names as in a file, prefix and buffers allowed) -> seqlab tensors of a model
@@ -72,23 +71,5 @@ TensorMap gpt2_tensors_from_hf(const TensorMap& hf, const ModelConfig& cfg,
 // The inverse: a GPT-2-expressible model's tensors in HF names (with the "transformer." prefix),
 // contiguous F32 copies.
 TensorMap hf_tensors_from_gpt2(SeqModelImpl& model);
-
-// Reads an HF GPT-2 directory (config.json + model.safetensors, or a sharded
-// model.safetensors.index.json) into a seqlab model on the CPU, in eval mode. `sections` holds an
-// "hf" section ({"from": absolute hf_dir, "config": the HF config.json as read}) and, when
-// vocab_size is GPT-2's 50257, a "task" section ({"task": "lm", "tokenizer": "gpt2", ...}).
-LoadedModel read_hf_gpt2(const std::string& hf_dir);
-
-// Writes `model` as an HF GPT-2 directory: config.json + model.safetensors. The model must be
-// GPT-2-expressible; `source` names it in errors.
-void write_hf_gpt2(const std::string& out_dir, SeqModelImpl& model, const std::string& source);
-
-// `seqlab import-hf`: read_hf_gpt2(hf_dir), then a seqlab model directory at out_dir.
-// `seqlab export-hf`: load_model_dir(model_dir), then write_hf_gpt2 at out_dir.
-// Both validate everything before writing, refuse an out_dir that exists and is not an empty
-// directory, and write into a temporary sibling directory that is renamed to out_dir at the end,
-// so a failure or a kill leaves no partial out_dir. They return the loaded model.
-LoadedModel import_hf_gpt2(const std::string& hf_dir, const std::string& out_dir);
-LoadedModel export_hf_gpt2(const std::string& model_dir, const std::string& out_dir);
 
 }  // namespace seqlab
