@@ -33,10 +33,13 @@ int64_t hf_positive_int(const nlohmann::json& hf, const char* key, const std::st
   constexpr uint64_t kMax = uint64_t{1} << 40;
   const auto* v = hf_find(hf, key);
   SEQLAB_CHECK(v, "{}: missing \"{}\"", source, key);
-  SEQLAB_CHECK(v->is_number_unsigned() && v->get<uint64_t>() > 0 && v->get<uint64_t>() <= kMax,
-               "{}: \"{}\" must be a positive integer (at most 2^40), got {}", source, key,
+  // A parsed non-negative integer is unsigned, one built in C++ may be signed: both count.
+  const bool ok = v->is_number_unsigned() ? v->get<uint64_t>() > 0 && v->get<uint64_t>() <= kMax
+                                          : v->is_number_integer() && v->get<int64_t>() > 0 &&
+                                                static_cast<uint64_t>(v->get<int64_t>()) <= kMax;
+  SEQLAB_CHECK(ok, "{}: \"{}\" must be a positive integer (at most 2^40), got {}", source, key,
                json_for_message(*v));
-  return static_cast<int64_t>(v->get<uint64_t>());
+  return v->is_number_unsigned() ? static_cast<int64_t>(v->get<uint64_t>()) : v->get<int64_t>();
 }
 
 bool hf_bool_or(const nlohmann::json& hf, const char* key, bool def, const std::string& source) {
