@@ -370,6 +370,10 @@ TEST(HfGpt2, ConfigRefusals) {
     EXPECT_HAS(err, "config.json");
   }
   EXPECT_HAS(error_of([&] { read_hf(tmp_dir("nothing")); }), "not a directory");
+  const auto dir = tmp_dir("max_context");
+  write_hf_dir(dir, hf_config(), hf);
+  EXPECT_HAS(error_of([&] { read_hf(dir, nullptr, P / 2); }), "learned positions fix");
+  EXPECT_EQ(read_hf(dir, nullptr, 2 * P).config.mixer.max_len, P);  // no cap needed
 }
 
 // seqlab's norm_eps and d_mlp reproduce any layer_norm_epsilon and n_inner exactly.

@@ -169,3 +169,13 @@ TEST(HfLlama, TiedHeadInTheFileMustEqualTheEmbedding) {
   EXPECT_HF_HAS(err, "lm_head.weight differs");
   EXPECT_HF_HAS(err, "model.safetensors");
 }
+
+TEST(HfLlama, MaxContextCapsTheKvCache) {
+  std::vector<std::string> notes;
+  auto lm = read_hf(hf_fixture("llama").string(), &notes, /*max_context=*/24);
+  EXPECT_EQ(lm.config.mixer.max_len, 24);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_HF_HAS(notes[0], "max_context 24");
+  hf_expect_matches_reference(*lm.model, hf_reference("llama"));  // 16 + 8 tokens fit
+  EXPECT_EQ(read_hf(hf_fixture("llama").string(), nullptr, 1000).config.mixer.max_len, 64);
+}

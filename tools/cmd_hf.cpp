@@ -15,6 +15,7 @@ namespace {
 
 struct HfArgs {
   std::string in, out;
+  int64_t max_context = 0;
   Common common;
 };
 
@@ -55,10 +56,16 @@ void add_hf_commands(CLI::App& app, Actions& actions) {
       ->add_option("--out", im->out,
                    "seqlab model directory to write (must not exist, or be empty)")
       ->required();
+  import_cmd
+      ->add_option("--max-context", im->max_context,
+                   "cap the context (the KV cache is allocated for all of it; RoPE models only; "
+                   "0 = the checkpoint's max_position_embeddings)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   im->common.add(import_cmd, /*with_threads=*/false);
   actions.push_back({import_cmd, [im] {
                        im->common.apply();
-                       auto r = import_hf(im->in, im->out);
+                       auto r = import_hf(im->in, im->out, im->max_context);
                        fmt::print("imported {}\n{}\n", describe(r), im->out);
                        return 0;
                      }});

@@ -388,7 +388,8 @@ std::string hf_export_type(const SeqModelImpl& model, const std::string& source)
       source, c.resolved_pos(true), rope, c.norm, c.mlp);
 }
 
-LoadedModel read_hf(const std::string& hf_dir, std::vector<std::string>* notes) {
+LoadedModel read_hf(const std::string& hf_dir, std::vector<std::string>* notes,
+                    int64_t max_context) {
   SEQLAB_CHECK(fs::is_directory(hf_dir),
                "{}: not a directory (expected a Hugging Face model "
                "directory)",
@@ -401,6 +402,17 @@ LoadedModel read_hf(const std::string& hf_dir, std::vector<std::string>* notes) 
 
   LoadedModel out;
   out.config = family.config(hf, cfg_path, notes);
+  SEQLAB_CHECK(max_context >= 0, "--max-context must be >= 0 (0 = the checkpoint's), got {}",
+               max_context);
+  if (max_context > 0 && max_context < out.config.mixer.max_len) {
+    SEQLAB_CHECK(out.config.mixer.rope,
+                 "--max-context {}: {}'s learned positions fix its context at {} (n_positions)",
+                 max_context, family.name, out.config.mixer.max_len);
+    if (notes)
+      notes->push_back(fmt::format("max_context {} (--max-context; the checkpoint has {})",
+                                   max_context, out.config.mixer.max_len));
+    out.config.mixer.max_len = max_context;
+  }
   auto weights = read_hf_weights(hf_dir);
   auto mapped = family.tensors(weights.tensors, out.config, weights.source);
   weights.tensors.clear();  // the file's copies are no longer needed
@@ -445,11 +457,11 @@ void write_hf(const std::string& out_dir, SeqModelImpl& model, const std::string
   write_file_atomic((fs::path(out_dir) / kConfigFile).string(), config.dump(2) + "\n");
 }
 
-HfConversion import_hf(const std::string& hf_dir, const std::string& out_dir) {
+HfConversion import_hf(const std::string& hf_dir, const std::string& out_dir, int64_t max_context) {
   check_new_output_dir(out_dir);
   std::vector<std::string> notes;
   HfConversion r;
-  r.model = read_hf(hf_dir, &notes);
+  r.model = read_hf(hf_dir, &notes, max_context);
   r.model_type = r.model.sections["hf"]["config"]["model_type"].get<std::string>();
   for (const auto& n : notes) log_info("import-hf: {}", n);
   write_new_dir(out_dir, [&](const std::string& d) {

@@ -135,8 +135,12 @@ std::string hf_export_type(const SeqModelImpl& model, const std::string& source)
 
 // Reads an HF directory into a seqlab model on the CPU, in eval mode. `sections` holds "hf"
 // ({"from": absolute dir, "config": config.json as read}) and, with a tokenizer.json or GPT-2's
-// vocabulary, "task". `notes` (if not null) receives the import's notes.
-LoadedModel read_hf(const std::string& hf_dir, std::vector<std::string>* notes = nullptr);
+// vocabulary, "task". `notes` (if not null) receives the import's notes. max_context > 0 caps
+// the context (the KV cache is allocated for all of it: Llama 3.1 8B's 131072 positions take
+// 32 GiB per sequence in fp32); exact for the RoPE families, refused for GPT-2's learned positions
+// unless it is at least n_positions.
+LoadedModel read_hf(const std::string& hf_dir, std::vector<std::string>* notes = nullptr,
+                    int64_t max_context = 0);
 // Writes `model` as an HF directory of `model_type` (hf_export_type's answer); `extra` keys are
 // added to config.json (export_hf: the token ids of the config the model was imported from).
 void write_hf(const std::string& out_dir, SeqModelImpl& model, const std::string& model_type,
@@ -152,7 +156,8 @@ struct HfConversion {
 // bos/eos/pad_token_id (from the "hf" section). Both validate everything before writing, refuse an
 // out_dir that exists and is not an empty directory, and write into a sibling
 // "<out>.tmp-<pid>" renamed to out_dir at the end.
-HfConversion import_hf(const std::string& hf_dir, const std::string& out_dir);
+HfConversion import_hf(const std::string& hf_dir, const std::string& out_dir,
+                       int64_t max_context = 0);
 HfConversion export_hf(const std::string& model_dir, const std::string& out_dir);
 
 // The atomic new-directory write the commands share: refuses an existing non-empty out_dir, then
