@@ -26,7 +26,7 @@ constexpr int kFormatVersion = 1;
 //   finetune      seqlab finetune (what it started from, its adapter config)
 //   adapters      unmerged adapters: model.safetensors holds adapters.* beside the base weights,
 //                 and load_model_dir attaches them (model/adapters.h)
-//   hf            what import-hf read (model/hf_gpt2.h)
+//   hf            what import-hf read (model/hf_import.h)
 //   encoder       a sentence encoder: tokenizer, pooling, max_tokens (methods/encoder.h)
 inline constexpr const char* kSections[] = {"task",     "train", "convert", "finetune",
                                             "adapters", "hf",    "encoder"};
