@@ -302,6 +302,25 @@ TEST(FastFamilyKernels, RmsNormSiluMulAndLayerNormEpsMatchFloat64) {
   infer::set_kernel(Kernel::automatic);
 }
 
+TEST(FastFamilyKernels, RopeRotateMatchesFloat64) {
+  torch::manual_seed(5);
+  for (int64_t half : {1, 4, 8, 13, 32, 64}) {
+    auto x = torch::randn({2 * half}) * 3, a = torch::rand({half}) * 100;
+    auto cos = a.cos(), sin = a.sin();
+    const auto xd = x.to(torch::kDouble), cd = cos.to(torch::kDouble), sd = sin.to(torch::kDouble);
+    auto x1 = xd.narrow(0, 0, half), x2 = xd.narrow(0, half, half);
+    auto ref = torch::cat({x1 * cd - x2 * sd, x2 * cd + x1 * sd});
+    for (auto k : {Kernel::scalar, Kernel::avx2}) {
+      infer::set_kernel(k);
+      auto y = x.clone();
+      infer::rope_rotate(y.data_ptr<float>(), cos.data_ptr<float>(), sin.data_ptr<float>(), half);
+      EXPECT_LE((y - ref).abs().max().item<double>(), 1e-6 * ref.abs().max().item<double>())
+          << infer::kernel_name(k) << " half " << half;
+    }
+  }
+  infer::set_kernel(Kernel::automatic);
+}
+
 // The fast RoPE rows are rope_tables' values inside the table and agree with them past it, and
 // rotating a head equals apply_rope.
 TEST(FastFamilyRope, TablesAndRotationEqualLibTorch) {

@@ -1,6 +1,7 @@
 #include "seqlab/infer/fast_rope.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/infer/kernels.h"
 #include "seqlab/mixers/rope.h"
 
 #include <cmath>
@@ -47,15 +48,7 @@ const float* FastRope::rows(int64_t p0, int64_t n) const {
 
 void FastRope::rotate(float* x, int64_t heads, int64_t Dh, const float* row) const {
   const int64_t half = R_ / 2;
-  const float *c = row, *s = row + half;
-  for (int64_t h = 0; h < heads; ++h) {
-    float *x1 = x + h * Dh, *x2 = x1 + half;
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = x1[i], b = x2[i];
-      x1[i] = a * c[i] - b * s[i];  // x1 cos + (-x2) sin, as apply_rope
-      x2[i] = b * c[i] + a * s[i];
-    }
-  }
+  for (int64_t h = 0; h < heads; ++h) rope_rotate(x + h * Dh, row, row + half, half);
 }
 
 void FastRope::rotate_qk(float* Q, int64_t H, float* K, int64_t G, int64_t Dh, int64_t n,

@@ -238,6 +238,23 @@ __attribute__((target("avx2,fma"))) void silu_mul_avx2(const float* g, const flo
   for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+__attribute__((target("avx2,fma"))) void rope_rotate_avx2(float* x, const float* cos,
+                                                          const float* sin, int64_t half) {
+  float* x2 = x + half;
+  int64_t i = 0;
+  for (; i + 8 <= half; i += 8) {
+    const __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x2 + i);
+    const __m256 c = _mm256_loadu_ps(cos + i), s = _mm256_loadu_ps(sin + i);
+    _mm256_storeu_ps(x + i, _mm256_sub_ps(_mm256_mul_ps(a, c), _mm256_mul_ps(b, s)));
+    _mm256_storeu_ps(x2 + i, _mm256_add_ps(_mm256_mul_ps(b, c), _mm256_mul_ps(a, s)));
+  }
+  for (; i < half; ++i) {
+    const float a = x[i], b = x2[i];
+    x[i] = a * cos[i] - b * sin[i];
+    x2[i] = b * cos[i] + a * sin[i];
+  }
+}
+
 // In-place softmax over n values, 8 lanes at a time.
 __attribute__((target("avx2,fma"))) void softmax_avx2(float* x, int64_t n) {
   float mx = x[0];
@@ -654,6 +671,19 @@ void gelu_tanh(float* x, int64_t n) {
   constexpr float k = 0.7978845608028654f;  // sqrt(2 / pi)
   for (int64_t i = 0; i < n; ++i)
     x[i] = 0.5f * x[i] * (1.0f + std::tanh(k * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+}
+
+void rope_rotate(float* x, const float* cos, const float* sin, int64_t half) {
+  if (active_kernel() == Kernel::avx2) {
+    rope_rotate_avx2(x, cos, sin, half);
+    return;
+  }
+  float* x2 = x + half;
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = x[i], b = x2[i];
+    x[i] = a * cos[i] - b * sin[i];  // x1 cos + (-x2) sin, as apply_rope
+    x2[i] = b * cos[i] + a * sin[i];
+  }
 }
 
 void softmax(float* x, int64_t n) {

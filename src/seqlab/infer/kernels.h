@@ -67,6 +67,10 @@ void silu_mul(const float* g, const float* u, float* out, int64_t n);
 // / std::tanh. Both are tested against float64.
 void gelu(float* x, int64_t n);
 void gelu_tanh(float* x, int64_t n);
+// RoPE's rotate-half on one head, in place: x1 = x[0:half], x2 = x[half:2 half] ->
+// x1 cos - x2 sin, x2 cos + x1 sin, with cos, sin [half] (infer/fast_rope.h). With AVX2, 8 pairs at
+// a time (the compiler may fuse a product into the sum: within an ulp of the scalar twin).
+void rope_rotate(float* x, const float* cos, const float* sin, int64_t half);
 // In-place softmax over n values.
 void softmax(float* x, int64_t n);
 
