@@ -1,8 +1,11 @@
 // seqlab tokenizer train | encode | decode: learn a byte-level BPE from a corpus, and turn text
-// into ids and back with any tokenizer spec (byte, gpt2, bpe:<dir>, <dir>).
+// into ids and back with any tokenizer spec (byte, gpt2, bpe:<dir>, hf:<tokenizer.json>, <dir>).
 //
 // encode reads all of stdin as bytes and prints the ids on one line, space-separated; decode
 // reads whitespace-separated ids from stdin and writes the bytes they spell, nothing added.
+// A Hugging Face tokenizer.json encodes as transformers' tokenizer.encode(text) does (special
+// tokens in the text recognized, the post-processor's template applied); --no-template and
+// --split-special-tokens turn either off (the other tokenizers never do either).
 // Logs go to stderr; stdout carries only the result.
 #include "commands.h"
 
@@ -10,6 +13,7 @@
 #include "seqlab/core/log.h"
 #include "seqlab/text/bpe_trainer.h"
 #include "seqlab/text/corpus.h"
+#include "seqlab/text/hf_tokenizer.h"
 #include "seqlab/text/tokenizer.h"
 
 #include <charconv>
@@ -23,6 +27,7 @@ struct TokenizerArgs {
   std::string corpus, out, tokenizer;
   int64_t vocab_size = 4000;
   bool quiet = false;
+  bool no_template = false, split_special_tokens = false;  // encode, HF tokenizers
 };
 
 std::string read_stdin() {
@@ -61,7 +66,10 @@ int cmd_train(const TokenizerArgs& a) {
 
 int cmd_encode(const TokenizerArgs& a) {
   const auto tok = make_tokenizer(a.tokenizer);
-  const auto ids = tok->encode(read_stdin());
+  const std::string text = read_stdin();
+  const auto* hf = dynamic_cast<const HfTokenizer*>(tok.get());
+  const auto ids =
+      hf ? hf->encode(text, {!a.no_template, a.split_special_tokens}) : tok->encode(text);
   fmt::memory_buffer out;
   for (size_t i = 0; i < ids.size(); ++i)
     fmt::format_to(std::back_inserter(out), i ? " {}" : "{}", ids[i]);
@@ -112,8 +120,15 @@ void add_tokenizer_commands(CLI::App& app, Actions& actions) {
   auto* encode = tok->add_subcommand("encode", "text on stdin -> token ids on stdout, one line");
   auto* decode = tok->add_subcommand("decode", "token ids on stdin -> text on stdout");
   for (auto* sub : {encode, decode})
-    sub->add_option("--tokenizer", a->tokenizer, "byte, gpt2, bpe:<dir> or a BPE directory")
+    sub->add_option("--tokenizer", a->tokenizer,
+                    "byte, gpt2, bpe:<dir>, hf:<tokenizer.json or its dir>, or a directory")
         ->required();
+  encode->add_flag("--no-template", a->no_template,
+                   "HF tokenizer.json: leave out the post-processor's tokens (e.g. Llama 3's "
+                   "<|begin_of_text|>)");
+  encode->add_flag("--split-special-tokens", a->split_special_tokens,
+                   "HF tokenizer.json: read special tokens in the text (<|endoftext|>, ...) as "
+                   "ordinary text");
   for (auto* sub : {train, encode, decode})
     sub->add_flag("-q,--quiet", a->quiet, "no progress or info lines on stderr");
 

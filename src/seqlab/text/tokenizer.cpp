@@ -3,6 +3,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/text/bpe_tokenizer.h"
 #include "seqlab/text/byte_tokenizer.h"
+#include "seqlab/text/hf_tokenizer.h"
 
 #include <filesystem>
 
@@ -20,14 +21,30 @@ std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {
         dir);
     return BpeTokenizer::load(dir, "gpt2");
   }
+  // A Hugging Face tokenizer.json; the spec records the absolute path, as bpe: does below.
+  const auto hf = [](const std::string& path) -> std::unique_ptr<Tokenizer> {
+    return HfTokenizer::load(path, "hf:" + fs::absolute(path).lexically_normal().string());
+  };
+  SEQLAB_CHECK(spec != "hf",
+               "tokenizer 'hf' means the tokenizer.json of a model directory (a model's task "
+               "section); elsewhere give hf:<tokenizer.json or the directory holding it>");
+  if (spec.rfind("hf:", 0) == 0) {
+    SEQLAB_CHECK(spec.size() > 3, "tokenizer '{}': expected hf:<tokenizer.json or its directory>",
+                 spec);
+    return hf(spec.substr(3));
+  }
   std::string dir = spec;
   if (spec.rfind("bpe:", 0) == 0) {
     dir = spec.substr(4);
     SEQLAB_CHECK(!dir.empty(), "tokenizer '{}': expected bpe:<directory>", spec);
   } else {
     SEQLAB_CHECK(fs::is_directory(spec),
-                 "unknown tokenizer '{}' (expected byte, gpt2, bpe:<dir>, or a BPE directory)",
+                 "unknown tokenizer '{}' (expected byte, gpt2, bpe:<dir>, hf:<tokenizer.json>, "
+                 "or a directory holding tokenizer.json or a BPE's vocab.json + merges.txt)",
                  spec);
+    // A directory with a tokenizer.json is read through it: it describes the whole pipeline,
+    // where vocab.json + merges.txt beside it (as on the Hub) leave out the pre-tokenizer.
+    if (fs::is_regular_file(fs::path(spec) / "tokenizer.json")) return hf(spec);
   }
   // The spec names an absolute path, so a model directory that records it loads from anywhere.
   return BpeTokenizer::load(dir, "bpe:" + fs::absolute(dir).lexically_normal().string());
