@@ -155,7 +155,7 @@ const HfTokenizer* reference_tokenizer(const std::string& name) {
   if (kLenml.count(name)) {
     const fs::path dir = npm_dir() / kLenml.at(name) / "models";
     if (fs::exists(dir / "tokenizer.json")) tok = HfTokenizer::load(dir.string(), "hf:" + name);
-  } else if (auto base = gpt2_json()) {
+  } else if (static const std::unique_ptr<json> base = gpt2_json(); base) {
     const json j = name == "gpt2" ? *base : apply_variant(*base, name);
     tok = HfTokenizer::from_texts(j.dump(), "", name + "/tokenizer.json", "hf:" + name);
   }
