@@ -70,6 +70,16 @@ class FastMixer {
   }
   // Scratch floats prefill() needs for n tokens.
   virtual int64_t prefill_scratch_size(int64_t n) const { return scratch_size(); }
+  // One token for each of B independent sequences (the server's continuous batch): row i of
+  // X [B,D] -> row i of Y [B,D], advancing states[i] at position pos[i]; equal to B step() calls.
+  // The default is that loop; mixers whose cost is mostly projections override it to run them as
+  // one matrix-matrix product over the rows (one pass over the weights), the recurrence per row.
+  virtual void step_batch(const float* X, float* Y, int64_t B, int64_t D, float* const* states,
+                          float* scratch, const int64_t* pos) const {
+    for (int64_t i = 0; i < B; ++i) step(X + i * D, Y + i * D, states[i], scratch, pos[i]);
+  }
+  // Scratch floats step_batch() needs for B rows.
+  virtual int64_t batch_scratch_size(int64_t B) const { return scratch_size(); }
 };
 
 // Builds the fast twin of cfg's mixer from its weights, through the architecture registry

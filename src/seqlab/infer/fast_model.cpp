@@ -213,20 +213,12 @@ void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t 
     matmul_rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, n, D_, I_);
 }
 
-void FastModel::block_rows(Block& b, float* X, int64_t n, float* state, int64_t pos0) {
-  // One token runs the mixer's step() and matrix-vector products; a chunk, prefill() and
-  // matrix-matrix products.
-  const bool one = n == 1;
-  float* H = one ? h_.data() : ch_.data();
-  float* Y = one ? y_.data() : cy_.data();
-  float* M = one ? mlp_.data() : cm_.data();
+template <class Mix>
+void FastModel::block_with(Block& b, float* X, int64_t n, float* H, float* Y, float* Y2, float* M,
+                           Mix&& mix) {
   for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln1_w, b.ln1_b, H + i * D_);
-  if (one)
-    b.mixer->step(H, Y, state, mix_scratch_.data(), pos0);
-  else
-    b.mixer->prefill(H, Y, n, D_, state, cscratch_.data(), pos0);
+  mix(H, Y);
   if (parallel_) {  // x + mixer(ln1 x) + mlp(ln2 x), summed in that order
-    float* Y2 = one ? y2_.data() : cy2_.data();
     for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln2_w, b.ln2_b, H + i * D_);
     mlp(b, H, Y2, M, n);
     axpy(1.0f, Y, X, n * D_);
@@ -238,6 +230,67 @@ void FastModel::block_rows(Block& b, float* X, int64_t n, float* state, int64_t 
   for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln2_w, b.ln2_b, H + i * D_);
   mlp(b, H, Y, M, n);
   axpy(1.0f, Y, X, n * D_);
+}
+
+void FastModel::block_rows(Block& b, float* X, int64_t n, float* state, int64_t pos0) {
+  // One token runs the mixer's step() and matrix-vector products; a chunk, prefill() and
+  // matrix-matrix products.
+  if (n == 1) {
+    block_with(
+        b, X, 1, h_.data(), y_.data(), y2_.data(), mlp_.data(),
+        [&](const float* H, float* Y) { b.mixer->step(H, Y, state, mix_scratch_.data(), pos0); });
+    return;
+  }
+  block_with(b, X, n, ch_.data(), cy_.data(), cy2_.data(), cm_.data(),
+             [&](const float* H, float* Y) {
+               b.mixer->prefill(H, Y, n, D_, state, cscratch_.data(), pos0);
+             });
+}
+
+void FastModel::reserve_batch(int64_t B) {
+  if (B <= batch_cap_) return;
+  const int64_t hidden = swiglu_ ? 2 * I_ : I_;
+  int64_t scratch = 0;
+  for (const auto& b : blocks_) scratch = std::max(scratch, b.mixer->batch_scratch_size(B));
+  bx_.assign(B * D_, 0);
+  bh_.assign(B * D_, 0);
+  by_.assign(B * D_, 0);
+  by2_.assign(parallel_ ? B * D_ : 0, 0);
+  bm_.assign(B * hidden, 0);
+  bscratch_.assign(scratch, 0);
+  bstates_.assign(B, nullptr);
+  bpos_.assign(B, 0);
+  batch_cap_ = B;
+}
+
+void FastModel::step_batch(const int64_t* tokens, DecoderState* const* states, int64_t B,
+                           float* logits) {
+  SEQLAB_CHECK(B >= 0, "step_batch: {} rows", B);
+  if (B == 0) return;
+  reserve_batch(B);
+  float* X = bx_.data();
+  for (int64_t i = 0; i < B; ++i) {
+    DecoderState& s = *states[i];
+    SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
+                 "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
+    SEQLAB_CHECK(s.pos >= 0 && s.pos < std::numeric_limits<int64_t>::max(),
+                 "decoder state position {} cannot advance", s.pos);
+    for (int64_t j = 0; j < i; ++j)
+      SEQLAB_CHECK(states[j] != states[i], "step_batch: rows {} and {} share a state", j, i);
+    embed(tokens[i], s.pos, X + i * D_);
+    bpos_[i] = s.pos;
+  }
+  for (auto& b : blocks_) {
+    for (int64_t i = 0; i < B; ++i) bstates_[i] = states[i]->data.data() + b.state_offset;
+    block_with(b, X, B, bh_.data(), by_.data(), by2_.data(), bm_.data(),
+               [&](const float* H, float* Y) {
+                 b.mixer->step_batch(H, Y, B, D_, bstates_.data(), bscratch_.data(), bpos_.data());
+               });
+  }
+  for (int64_t i = 0; i < B; ++i) states[i]->pos += 1;
+  if (!logits) return;
+  for (int64_t i = 0; i < B; ++i) norm(X + i * D_, lnf_w_, lnf_b_, bh_.data() + i * D_);
+  matmul_rows(head_.empty() ? wte_.data() : head_.data(), nullptr, bh_.data(), logits, B, V_, D_);
 }
 
 void FastModel::step(int64_t token, DecoderState& s, float* logits) {

@@ -49,6 +49,13 @@ class FastModel {
   // products); logits (if not null) get those after the last one. Equals n step() calls.
   void prefill(const int64_t* tokens, int64_t n, DecoderState& s, float* logits);
   static constexpr int64_t kPrefillChunk = 64;
+  // One token for each of B independent sequences (continuous batching): tokens [B], states [B]
+  // (distinct, each advanced by one position; rows may sit at different positions), logits
+  // [B,V] (may be null). Every projection, MLP and the head run as one matrix-matrix product over
+  // the B rows (one pass over the weights); each mixer's recurrence or attention runs per row.
+  // Equals B step() calls (bitwise for B < 4, to rounding above: tests/test_fast_batch.cpp).
+  // Scratch grows to the largest B seen (an allocation only then).
+  void step_batch(const int64_t* tokens, DecoderState* const* states, int64_t B, float* logits);
 
   // The state as a file (safetensors: "state" fp32, "pos" int64, metadata naming the model
   // config); load checks that it belongs to this model.
@@ -79,6 +86,17 @@ class FastModel {
   // Scratch for a prefill chunk: residual rows, normed rows, mixer/MLP output rows, MLP output rows
   // (parallel residual), MLP hidden rows, the mixers' prefill scratch.
   std::vector<float> cx_, ch_, cy_, cy2_, cm_, cscratch_;
+  // Scratch for step_batch, as the chunk's, for batch_cap_ rows; row state pointers, positions.
+  std::vector<float> bx_, bh_, by_, by2_, bm_, bscratch_;
+  std::vector<float*> bstates_;
+  std::vector<int64_t> bpos_;
+  int64_t batch_cap_ = 0;
+  void reserve_batch(int64_t B);
+  // One block over n rows X [n,D] (the residual, updated in place), with the given scratch
+  // (H, Y [n,D], Y2 [n,D] for the parallel residual, M [n, fc1.out]); mix(H, Y) runs the mixer.
+  template <class Mix>
+  void block_with(Block& b, float* X, int64_t n, float* H, float* Y, float* Y2, float* M,
+                  Mix&& mix);
   // The block's norm (LayerNorm or RMSNorm, norm_eps) of x [D] into y [D].
   void norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
             float* y) const;

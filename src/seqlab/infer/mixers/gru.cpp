@@ -42,6 +42,28 @@ class FastGRU : public FastMixer {
     }
     o_(h, y);
   }
+  // Rows' input sides [B,3D] and hidden sides [B,3D], the hidden rows gathered [B,D], outputs
+  // gathered [B,D].
+  int64_t batch_scratch_size(int64_t B) const override { return 8 * B * D_; }
+  void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
+                  float* scratch, const int64_t*) const override {
+    float *XI = scratch, *HH = XI + 3 * B * D_, *Hs = HH + 3 * B * D_, *Hn = Hs + B * D_;
+    for (int64_t i = 0; i < B; ++i) std::copy(states[i], states[i] + D_, Hs + i * D_);
+    matmul_rows(w_ih_.w.data(), w_ih_.b.empty() ? nullptr : w_ih_.b.data(), X, XI, B, 3 * D_, D_);
+    matmul_rows(w_hh_.w.data(), w_hh_.b.empty() ? nullptr : w_hh_.b.data(), Hs, HH, B, 3 * D_, D_);
+    for (int64_t i = 0; i < B; ++i) {
+      const float *xi = XI + 3 * i * D_, *hh = HH + 3 * i * D_;
+      float* h = states[i];
+      for (int64_t d = 0; d < D_; ++d) {
+        const float r = sigmoid(xi[d] + hh[d]);
+        const float z = sigmoid(xi[D_ + d] + hh[D_ + d]);
+        const float n = std::tanh(xi[2 * D_ + d] + r * hh[2 * D_ + d]);
+        h[d] = n + z * (h[d] - n);
+      }
+      std::copy(h, h + D_, Hn + i * D_);
+    }
+    matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), Hn, Y, B, D_, D_);
+  }
 
  private:
   int64_t D_;
