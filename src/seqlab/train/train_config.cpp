@@ -5,6 +5,10 @@
 #include "seqlab/core/error.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/train/mae_schedule.h"
+#include "seqlab/train/memory_estimate.h"
+
+#include <algorithm>
+#include <cmath>
 
 namespace seqlab {
 
@@ -21,6 +25,8 @@ void TrainConfig::validate() const {
   SEQLAB_CHECK(clip >= 0, "--clip must be >= 0, got {}", clip);
   SEQLAB_CHECK(eval_every >= 0 && eval_size > 0 && log_every > 0 && checkpoint_every >= 0,
                "--eval-every/--checkpoint-every must be >= 0 and --eval-size/--log-every > 0");
+  SEQLAB_CHECK(eval_tokens == 0 || eval_tokens >= 2,
+               "--eval-tokens must be 0 (automatic) or at least 2, got {}", eval_tokens);
   MaeSchedule::parse(mae_schedule);
   SEQLAB_CHECK(swag_start >= 0, "--swag-start must be >= 0 (0 = no SWAG), got {}", swag_start);
   if (swag_start == 0) {
@@ -50,6 +56,26 @@ TrainConfig TrainConfig::from_json(const nlohmann::json& j, const std::string& s
   for (auto it = j.begin(); it != j.end(); ++it)
     SEQLAB_CHECK(v.known.count(it.key()), "{}: unknown train field '{}'", source, it.key());
   return c;
+}
+
+EvalBudget eval_budget(const ModelConfig& model, const TrainConfig& train, int64_t max_len) {
+  EvalBudget b;
+  if (train.eval_tokens > 0) {
+    b.lm_tokens = train.eval_tokens;
+    b.sequences = std::clamp<int64_t>(train.eval_tokens / max_len, 1, train.eval_size);
+    return b;
+  }
+  const double scale = kEvalFlopsPerToken / forward_flops_per_token(model, max_len);
+  if (scale >= 1) return {train.eval_size, kDefaultEvalLmTokens, false};
+  b.scaled = true;
+  const auto scaled = [&](double n) { return static_cast<int64_t>(std::llround(n * scale)); };
+  b.sequences = std::min(train.eval_size, std::max(train.batch, scaled(train.eval_size)));
+  // Whole batches of windows of max_len predicted tokens (+1: the first token is only read).
+  const int64_t windows =
+      train.batch * std::max<int64_t>(1, scaled(static_cast<double>(kDefaultEvalLmTokens) /
+                                                static_cast<double>(max_len * train.batch)));
+  b.lm_tokens = std::min(kDefaultEvalLmTokens, windows * max_len + 1);
+  return b;
 }
 
 nlohmann::json StartFrom::to_json() const {

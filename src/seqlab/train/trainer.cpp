@@ -116,6 +116,7 @@ struct Run {
   int64_t swag_every = 10;
   nlohmann::json sections;  // config.json's task, train (and finetune) sections
   std::string metrics_path;
+  EvalBudget eval;  // what each periodic evaluation scores (--eval-size, --eval-tokens)
   detail::LoopState loop;
   TrainOutcome res;
 };
@@ -214,6 +215,12 @@ void setup_model(Run& r, const std::string& out) {
   r.sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
   if (!r.start.init.empty()) r.sections["finetune"] = r.start.to_json();
   r.metrics_path = (fs::path(out) / kMetricsFile).string();
+  r.eval = eval_budget(model_cfg, train_cfg, task_cfg.max_len);
+  if (r.eval.scaled && r.root)
+    log_info(
+        "periodic evaluation: {} sequences and {} perplexity tokens, scaled to a model of "
+        "{:.2g} FLOPs per token (--eval-tokens sets the budget)",
+        r.eval.sequences, r.eval.lm_tokens, forward_flops_per_token(model_cfg, task_cfg.max_len));
   r.res.parameters = count_parameters(*model);
   r.res.trainable = count_parameters(*model, /*trainable_only=*/true);
 }
@@ -331,9 +338,10 @@ nlohmann::json window_line(Run& r, int64_t done, double lr, double gnorm) {
 
 // The periodic evaluation at the longest training length, added to the step's metrics line.
 void evaluate_into(Run& r, int64_t done, nlohmann::json& line) {
+  const auto t0 = std::chrono::steady_clock::now();
   const auto& task_cfg = r.task_cfg;
   const auto& train_cfg = r.train_cfg;
-  auto ev = evaluate(*r.model, *r.task, task_cfg.max_len, train_cfg.eval_size, train_cfg.batch,
+  auto ev = evaluate(*r.model, *r.task, task_cfg.max_len, r.eval.sequences, train_cfg.batch,
                      train_cfg.seed);
   line["step"] = done;
   line["eval_length"] = ev.length;
@@ -342,16 +350,19 @@ void evaluate_into(Run& r, int64_t done, nlohmann::json& line) {
   r.res.eval_accuracy = ev.accuracy;
   r.res.eval_loss = ev.loss;
   // Language models are also measured where it matters: perplexity on held-out text (the first
-  // 64 Ki tokens of the valid split, so it stays quick), skipped for a valid split too small to
-  // predict anything.
+  // 64 Ki tokens of the valid split, fewer for a large model, so it stays quick), skipped for a
+  // valid split too small to predict anything.
   const auto* lm = dynamic_cast<const LmTask*>(r.task.get());
   if (lm && lm->tokens(Split::valid).size() >= 2) {
-    auto p = evaluate_lm(*r.model, *lm, Split::valid, task_cfg.max_len, train_cfg.batch, 65536);
+    auto p = evaluate_lm(*r.model, *lm, Split::valid, task_cfg.max_len, train_cfg.batch,
+                         r.eval.lm_tokens);
     nlohmann::json ppl = p.ppl;
     if (!std::isfinite(p.ppl)) ppl = std::isnan(p.ppl) ? "nan" : "inf";
     line["eval_ppl"] = ppl;
     r.res.eval_ppl = p.ppl;
   }
+  r.res.eval_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // The loop: steps start_step .. end-1. Rank 0 alone evaluates, logs and writes checkpoints.
@@ -443,7 +454,10 @@ TrainOutcome train_model(ModelConfig model_cfg, TaskConfig task_cfg, TrainConfig
   setup_model(r, out);
   start_run(r, out);
   const int64_t end = stop_after > 0 ? std::min(stop_after, r.train_cfg.steps) : r.train_cfg.steps;
+  const auto loop_start = std::chrono::steady_clock::now();
   train_loop(r, out, end);
+  r.res.loop_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   finish_run(r, out, end);
   r.res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r.res;

@@ -25,7 +25,7 @@ struct TrainConfig {
   int64_t steps = 0, batch = 0, warmup = 0;
   double lr = 0, weight_decay = 0, min_lr_ratio = 0, clip = 0;
   uint64_t seed = 0;
-  int64_t eval_every = 0, eval_size = 0, log_every = 0, checkpoint_every = 0;
+  int64_t eval_every = 0, eval_size = 0, eval_tokens = 0, log_every = 0, checkpoint_every = 0;
   int64_t threads = 0;
   int64_t max_bad_steps = 0;  // stop after this many non-finite losses in a row
   int64_t swag_start = 0, swag_every = 0, swag_rank = 0;  // SWAG collection (train/swag.h)
@@ -44,6 +44,12 @@ struct TrainConfig {
     v(seed, "seed", uint64_t{0}, "seed of initialisation and data");
     v(eval_every, "eval-every", int64_t{0}, "evaluate every N steps (0 = 10 times per run)");
     v(eval_size, "eval-size", int64_t{256}, "sequences in each periodic evaluation");
+    v(eval_tokens, "eval-tokens", int64_t{0},
+      "token budget of each periodic evaluation: its lm perplexity reads this many valid tokens "
+      "and its sampled set holds at most eval-tokens/max-len sequences (0 = auto: 65536 tokens "
+      "and --eval-size sequences, scaled down in proportion for a model whose forward pass costs "
+      "over 2^23 FLOPs per token, to no less than one batch; GPT-2 small at --batch 4 --max-len "
+      "256 scores 8 sequences and 2049 tokens)");
     v(log_every, "log-every", int64_t{10}, "write a metrics.jsonl line every N steps");
     v(checkpoint_every, "checkpoint-every", int64_t{0},
       "write a resumable checkpoint every N steps (0 = only at the end)");
@@ -82,12 +88,30 @@ struct StartFrom {
   static StartFrom from_json(const nlohmann::json& j, const std::string& source);
 };
 
+// What each periodic evaluation scores (--eval-size, --eval-tokens): `sequences` sampled
+// sequences at the longest training length and, for lm tasks, the first `lm_tokens` tokens of the
+// valid split. `scaled` says the automatic budget was cut for the model's size (below): the
+// defaults hold while one token's forward pass costs at most kEvalFlopsPerToken (every model the
+// suites train, the largest at half of it: tests/test_eval_budget_suites.cpp), and a costlier model
+// gets both numbers scaled by kEvalFlopsPerToken / its cost, but never less than one batch (the
+// perplexity in whole batches of windows).
+struct EvalBudget {
+  int64_t sequences = 0, lm_tokens = 0;
+  bool scaled = false;
+};
+inline constexpr double kEvalFlopsPerToken = 8388608;  // 2^23
+inline constexpr int64_t kDefaultEvalLmTokens = 65536;
+EvalBudget eval_budget(const ModelConfig& model, const TrainConfig& train, int64_t max_len);
+
 struct TrainOutcome {
   int64_t start_step = 0, steps = 0;        // resumed from, finished at
   double first_loss = 0, last_loss = 0;     // mean training loss of the first / last log window
   double eval_accuracy = 0, eval_loss = 0;  // final evaluation at the longest training length
   double eval_ppl = 0;  // lm tasks: final validation perplexity (train/evaluate_lm.h); 0 otherwise
   double seconds = 0;
+  // Of which: the loop over this run's steps, and the periodic evaluations inside it (rank 0), so
+  // (loop_seconds - eval_seconds) / (steps - start_step) is the time of one training step.
+  double loop_seconds = 0, eval_seconds = 0;
   int64_t parameters = 0, trainable = 0;  // all parameters / those the optimizer updates
 };
 
