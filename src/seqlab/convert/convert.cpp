@@ -7,9 +7,11 @@
 #include "seqlab/mixers/feature_maps/registry.h"
 #include "seqlab/mixers/registry.h"
 #include "seqlab/mixers/softmax_attention.h"
+#include "seqlab/train/distributed.h"
 #include "seqlab/train/optim.h"
 
 #include <chrono>
+#include <optional>
 
 namespace seqlab {
 
@@ -107,65 +109,108 @@ std::vector<double> transfer_losses(SeqModelImpl& teacher, SeqModelImpl& student
   return out;
 }
 
+namespace {
+
+// Freezes everything but the student's feature maps and the whole teacher; returns the feature
+// maps' parameters (named) and every student parameter's requires_grad before, to restore.
+std::vector<std::pair<std::string, torch::Tensor>> feature_map_params(
+    SeqModelImpl& teacher, SeqModelImpl& student, std::map<std::string, bool>& was) {
+  std::vector<std::pair<std::string, torch::Tensor>> named;
+  for (auto& p : student.named_parameters()) {
+    was[p.key()] = p.value().requires_grad();
+    const bool fm = is_feature_map_param(p.key());
+    p.value().set_requires_grad(fm);
+    if (fm) named.emplace_back(p.key(), p.value());
+  }
+  SEQLAB_CHECK(!named.empty(),
+               "attention transfer: feature map '{}' has no parameters to train (use t2r or "
+               "hedgehog, or --distill-steps 0)",
+               student.config().mixer.feature_map);
+  for (auto& p : teacher.parameters()) p.set_requires_grad(false);
+  return named;
+}
+
+// One step's gradients of the transfer loss on `tokens` (this rank's rows), accumulated into the
+// feature maps' .grad; returns the loss, scaled by `share`. Layer by layer: each layer's loss
+// depends only on its own feature maps (the inputs are the teacher's states), so its backward
+// runs at once and frees its [B,H,T,T] temporaries before the next layer's are made; the
+// gradients are those of the summed loss, bitwise.
+double transfer_step_gradients(SeqModelImpl& teacher, SeqModelImpl& student,
+                               const torch::Tensor& tokens, double share) {
+  std::vector<torch::Tensor> inputs;
+  {
+    torch::NoGradGuard ng;
+    inputs = teacher.mixer_inputs(tokens);
+  }
+  double total = 0;
+  for (size_t l = 0; l < inputs.size(); ++l) {
+    torch::Tensor a;
+    {
+      torch::NoGradGuard ng;
+      a = softmax_of(teacher, l)->attention_weights(inputs[l]);  // [B,H,T,T]
+    }
+    auto b = linear_of(student, l)->attention_weights(inputs[l]);  // [B,H,T,T]
+    auto loss = row_cross_entropy(a, b);
+    if (share != 1) loss = loss * share;
+    loss.backward();
+    total += loss.item<double>();
+  }
+  return total;
+}
+
+}  // namespace
+
 DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, const Task& task,
-                                const ConvertConfig& cfg, int64_t length) {
+                                const ConvertConfig& cfg, int64_t length, DataParallel* dp) {
   const auto t0 = std::chrono::steady_clock::now();
   const size_t L = student.blocks->size();
   for (size_t l = 0; l < L; ++l)
     SEQLAB_CHECK(softmax_of(teacher, l) && linear_of(student, l),
                  "attention transfer needs a softmax teacher and a linear-attention student");
-  std::vector<std::pair<std::string, torch::Tensor>> named;
-  std::vector<torch::Tensor> params;
   std::map<std::string, bool> was;
-  for (auto& p : student.named_parameters()) {
-    was[p.key()] = p.value().requires_grad();
-    const bool fm = is_feature_map_param(p.key());
-    p.value().set_requires_grad(fm);
-    if (fm) {
-      named.emplace_back(p.key(), p.value());
-      params.push_back(p.value());
-    }
-  }
-  SEQLAB_CHECK(!params.empty(),
-               "attention transfer: feature map '{}' has no parameters to train (use t2r or "
-               "hedgehog, or --distill-steps 0)",
-               student.config().mixer.feature_map);
-  for (auto& p : teacher.parameters()) p.set_requires_grad(false);
+  const auto named = feature_map_params(teacher, student, was);
+  std::vector<torch::Tensor> params;
+  for (const auto& [name, p] : named) params.push_back(p);
   teacher.eval();
   student.eval();  // no dropout anywhere; eval keeps the model's behaviour fixed
+  const bool root = !dp || dp->root();
 
   DistillReport rep;
   const auto held_out = task.sample(cfg.distill_batch, length, mix_seed(cfg.distill_seed, ~0ULL));
-  rep.before = transfer_losses(teacher, student, held_out.input);
+  if (root) rep.before = transfer_losses(teacher, student, held_out.input);
   AdamWOptions aopt;
   aopt.weight_decay = 0;
   AdamW opt(named, aopt);
-  Progress bar("attention transfer", cfg.distill_steps);
+  std::optional<Progress> bar;
+  if (root) bar.emplace("attention transfer", cfg.distill_steps);
+  const auto loop_start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < cfg.distill_steps; ++step) {
-    auto batch = task.sample(cfg.distill_batch, length, mix_seed(cfg.distill_seed, step));
-    std::vector<torch::Tensor> inputs;
-    {
-      torch::NoGradGuard ng;
-      inputs = teacher.mixer_inputs(batch.input);
-    }
-    torch::Tensor loss = torch::zeros({});
-    for (size_t l = 0; l < L; ++l) {
-      torch::Tensor a;
-      {
-        torch::NoGradGuard ng;
-        a = softmax_of(teacher, l)->attention_weights(inputs[l]);  // [B,H,T,T]
-      }
-      auto b = linear_of(student, l)->attention_weights(inputs[l]);  // [B,H,T,T]
-      loss = loss + row_cross_entropy(a, b);
+    // Every rank draws the same batch (the data cursor is the step) and keeps its shard of the
+    // rows; its loss is scaled by its share of them, so the summed gradient is the whole batch's.
+    auto tokens = task.sample(cfg.distill_batch, length, mix_seed(cfg.distill_seed, step)).input;
+    double share = 1;
+    if (dp) {
+      const auto [lo, hi] = shard_rows(cfg.distill_batch, dp->rank(), dp->world_size());
+      tokens = tokens.slice(0, lo, hi);
+      share = static_cast<double>(hi - lo) / static_cast<double>(cfg.distill_batch);
     }
     opt.zero_grad();
-    loss.backward();
+    double loss = transfer_step_gradients(teacher, student, tokens, share);
+    if (dp) {
+      std::vector<torch::Tensor> grads;
+      for (auto& p : params)
+        if (p.grad().defined()) grads.push_back(p.mutable_grad());
+      dp->allreduce_sum(grads);
+      loss = dp->allreduce_values({loss})[0];
+    }
     clip_grad_norm(params, 1.0);
     opt.step(lr_at(step, cfg.distill_steps, cfg.distill_steps / 20, cfg.distill_lr, 0.1));
-    bar.update(step + 1, fmt::format("loss {:.4f}", loss.item<double>() / L));
+    if (bar) bar->update(step + 1, fmt::format("loss {:.4f}", loss / static_cast<double>(L)));
   }
-  bar.finish();
-  rep.after = transfer_losses(teacher, student, held_out.input);
+  if (bar) bar->finish();
+  rep.step_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+  if (root) rep.after = transfer_losses(teacher, student, held_out.input);
   rep.steps = cfg.distill_steps;
   for (auto& p : student.named_parameters()) p.value().set_requires_grad(was[p.key()]);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -26,6 +26,8 @@
 
 namespace seqlab {
 
+class DataParallel;
+
 struct ConvertConfig {
   std::string to;             // feature map: t2r | hedgehog | elu1 | relu | rfa | performer
   int64_t d_feature = 0;      // F per head (0 = d_head)
@@ -67,12 +69,21 @@ std::vector<double> transfer_losses(SeqModelImpl& teacher, SeqModelImpl& student
 struct DistillReport {
   std::vector<double> before, after;  // per layer, on a fixed held-out batch
   int64_t steps = 0;
-  double seconds = 0;
+  double seconds = 0;       // the whole transfer, held-out losses included
+  double step_seconds = 0;  // the training steps alone (seconds per step = step_seconds / steps)
 };
 
 // Attention transfer: trains the student's feature-map parameters only (everything else is left
-// as it was, requires_grad restored afterwards). Data: windows of `task`'s training stream.
+// as it was, requires_grad restored afterwards). Data: windows of `task`'s training stream. The
+// teacher runs without autograd; each layer's backward runs as soon as its loss is known, so one
+// layer's [B,H,T,T] weights are alive at a time.
+// With dp set, this process is one rank of a data-parallel run (train/distributed.h): teacher and
+// student must be the same on every rank; each step's batch is drawn by every rank and split
+// into contiguous shards of rows, and the all-reduced gradient is the whole batch's, so the
+// feature maps stay identical everywhere and equal one process's within fp32 rounding. Only rank
+// 0 measures the held-out losses (before/after are empty elsewhere).
 DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, const Task& task,
-                                const ConvertConfig& cfg, int64_t length);
+                                const ConvertConfig& cfg, int64_t length,
+                                DataParallel* dp = nullptr);
 
 }  // namespace seqlab

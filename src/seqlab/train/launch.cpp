@@ -11,8 +11,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 namespace seqlab {
@@ -76,6 +79,28 @@ std::string self_executable() {
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
   SEQLAB_CHECK(!ec, "cannot find the running executable (/proc/self/exe): {}", ec.message());
   return p.string();
+}
+
+std::vector<std::string> self_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  SEQLAB_CHECK(in.is_open(), "cannot read this process's command line (/proc/self/cmdline)");
+  std::vector<std::string> args;
+  for (std::string a; std::getline(in, a, '\0');) args.push_back(a);
+  if (!args.empty()) args.erase(args.begin());  // argv[0]
+  return args;
+}
+
+void ensure_passive_omp_wait() {
+  if (std::getenv("OMP_WAIT_POLICY")) return;
+  ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  const std::string exe = self_executable();
+  std::vector<std::string> args = self_command_line();
+  args.insert(args.begin(), exe);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(nullptr);
+  ::execv(exe.c_str(), argv.data());  // returns only on failure: go on with spinning threads
 }
 
 LaunchResult launch_local_workers(const std::string& exe, const std::vector<std::string>& args,
