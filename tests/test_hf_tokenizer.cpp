@@ -309,6 +309,10 @@ TEST(HfTokenizer, RealFilesSpecialTokens) {
   EXPECT_GT(split.size(), 1u);
   EXPECT_EQ(llama->decode(split), "<|eot_id|>");
   EXPECT_EQ(llama->decode({128000, 9906}), "<|begin_of_text|>Hello");
+  // Corpus text (the lm task) goes through encode_plain: no BOS, special strings as text.
+  const Tokenizer& base = *llama;
+  EXPECT_EQ(base.encode_plain("Hi <|eot_id|>"), llama->encode("Hi <|eot_id|>", kPlain));
+  EXPECT_EQ(base.encode_plain("Hello world"), (std::vector<int64_t>{9906, 1917}));
 
   REQUIRE_TOKENIZER(qwen, "qwen3");
   EXPECT_EQ(qwen->vocab_size(), 151669);

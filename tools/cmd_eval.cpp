@@ -120,7 +120,11 @@ int run_eval(const EvalArgs& a) {
   if (!a.task.empty()) tc.task = a.task;
   auto task = make_task(tc);
   const auto& mc = lm.config;
-  SEQLAB_CHECK(mc.vocab_size == task->vocab_size() && mc.head == task->head() &&
+  // An lm may have more embedding rows than its tokenizer has ids (Pythia pads 50277 to 50304,
+  // Qwen2 151665 to 151936): the extra rows are never a target.
+  const bool padded_lm =
+      mc.head == "lm" && task->head() == "lm" && task->vocab_size() <= mc.vocab_size;
+  SEQLAB_CHECK((mc.vocab_size == task->vocab_size() || padded_lm) && mc.head == task->head() &&
                    mc.n_classes == task->n_classes(),
                "model {} was built for a different task (vocab {}, head {}) than '{}' (vocab {}, "
                "head {})",

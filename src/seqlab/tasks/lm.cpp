@@ -16,7 +16,7 @@ std::vector<int64_t> tokenize_docs(const std::vector<std::string>& docs, const T
   std::vector<int64_t> stream;
   stream.reserve(bytes);  // exact for bytes, an upper bound for BPE
   for (const auto& d : docs) {
-    const auto ids = tok.encode(d);
+    const auto ids = tok.encode_plain(d);
     stream.insert(stream.end(), ids.begin(), ids.end());
     stream.push_back(tok.eos_id());
   }

