@@ -9,6 +9,7 @@
 #include "hf_testing.h"
 
 #include "seqlab/model/model_dir.h"
+#include "seqlab/model/model.h"
 
 #include <nlohmann/json.hpp>
 
@@ -82,4 +83,34 @@ TEST(FamilyConvertCli, ImportedHubFixtureConverts) {
   const auto fast = greedy(t2r, "fast", "--prompt-ids 1,5,9,13");
   EXPECT_EQ(fast.size(), 12u);
   EXPECT_EQ(fast, greedy(t2r, "torch", "--prompt-ids 1,5,9,13"));
+}
+
+// Pythia and Qwen2 pad their embedding past the tokenizer (50304 rows for 50277 ids): eval and
+// finetune keep the padded rows instead of refusing the model.
+TEST(FamilyConvertCli, PaddedVocabularyEvaluatesAndFinetunes) {
+  const auto trained = cli_tmp("unpadded"), padded = cli_tmp("padded"), ft = cli_tmp("padded_ft");
+  auto r = run_seqlab("train --out " + trained + kLm + kNeox + " --steps 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto lm = load_model_dir(trained);
+  ModelConfig c = lm.config;
+  c.vocab_size += 7;  // 257 byte ids -> 264 rows
+  SeqModel big(c);
+  {
+    torch::NoGradGuard ng;
+    auto src = model_tensors(*lm.model);
+    for (auto& [name, t] : model_tensors(*big)) {
+      const auto& s = src.at(name);
+      if (s.sizes() == t.sizes())
+        t.copy_(s);
+      else
+        t.narrow(0, 0, s.size(0)).copy_(s);  // wte / head: the first 257 rows
+    }
+  }
+  save_model_dir(padded, *big, lm.sections);
+  r = run_seqlab("eval --model " + padded + " --n 4 --lengths 16 --threads 1 -q --json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = run_seqlab("finetune --model " + padded + " --out " + ft +
+                 " --steps 1 --batch 2 --max-len 16 --threads 1 -q");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(read_config_json(ft)["model"]["vocab_size"], 264);
 }

@@ -82,7 +82,11 @@ void resolve_run_configs(const std::string& out, bool resume, bool resuming, int
     train_cfg.threads = std::max<int64_t>(1, std::thread::hardware_concurrency());
   if (model_cfg.mixer.init_seed == 0)
     model_cfg.mixer.init_seed = mix_seed(train_cfg.seed, 0x5EEDULL) | 1;
-  model_cfg.vocab_size = task->vocab_size();
+  // A finetuned lm may have more embedding rows than its tokenizer has ids (Pythia pads 50277 to
+  // 50304, Qwen2 151665 to 151936): the extra rows stay, never a target.
+  const bool padded_lm = !start.init.empty() && model_cfg.head == "lm" && task->head() == "lm" &&
+                         model_cfg.vocab_size > task->vocab_size();
+  if (!padded_lm) model_cfg.vocab_size = task->vocab_size();
   model_cfg.head = task->head();
   model_cfg.n_classes = task->n_classes();
   SEQLAB_CHECK(!model_cfg.tie_tag_head || model_cfg.head == "tag",
