@@ -2,7 +2,7 @@
 """Checks seqlab's layering: a file under src/seqlab/<layer>/ includes only its own layer and the
 layers below it, in the order docs/DESIGN.md gives (bottom first):
 
-  core, text, tasks, mixers, model, infer, train, convert, methods, exp
+  core, text, tasks, mixers, model, infer, train, convert, methods, exp, serve
 
 tools/ (the CLI) may include any layer. Prints each offending include; exit status 1 if any.
 
@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "text", "tasks", "mixers", "model", "infer", "train", "convert", "methods", "exp"]
+LAYERS = ["core", "text", "tasks", "mixers", "model", "infer", "train", "convert", "methods", "exp", "serve"]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"seqlab/([a-z_]+)/')
 
 

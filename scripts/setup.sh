@@ -10,6 +10,7 @@ pkgs=(
   libtorch-dev libopenblas0-pthread libgloo-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   wordnet-base gnuplot-nox
+  libcpp-httplib-dev
 )
 
 missing=()
