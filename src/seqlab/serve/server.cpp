@@ -403,6 +403,9 @@ Server::Server(const std::string& model_dir, ServeConfig cfg) : impl_(std::make_
   m.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   m.http.set_payload_max_length(cfg.max_body_bytes);
   m.http.set_read_timeout(30);
+  // An idle keep-alive connection holds its thread until this runs out, and shutdown waits for
+  // every thread: keep it short.
+  m.http.set_keep_alive_timeout(1);
   m.routes();
 }
 

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""A bounded load generator for `seqlab serve` (stdlib only): C concurrent clients each send
+streaming /v1/completions requests back to back for a fixed time; measures aggregate generated
+tokens/s, time to first token and inter-token latency (p50/p99), errors. Then, optionally, fills
+the session cache with N distinct conversations and reads the server's resident memory
+(/proc/PID/status VmRSS) and /metrics' cache figures.
+
+Usage: load.py --port P --pid PID --model NAME [--concurrency 1,4,16] [--seconds 10]
+               [--max-tokens 64] [--prompt-len 32] [--sessions 10,1000]
+Prints one JSON object per line (test = "gen" or "sessions").
+"""
+import argparse
+import http.client
+import json
+import random
+import threading
+import time
+
+
+def stream_once(port, prompt, max_tokens, seed):
+    """One streaming request; returns (ttft, [inter-token gaps], tokens) or raises."""
+    body = json.dumps({"prompt": prompt, "max_tokens": max_tokens, "temperature": 1.0,
+                       "seed": seed, "stream": True, "logprobs": 0, "ignore_eos": True})
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        raise RuntimeError(f"HTTP {r.status}: {r.read()[:200]}")
+    ttft, last, gaps, tokens = None, None, [], 0
+    buf = b""
+    while True:
+        chunk = r.read1(65536)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n\n" in buf:
+            event, buf = buf.split(b"\n\n", 1)
+            if not event.startswith(b"data: "):
+                continue
+            data = event[6:]
+            if data == b"[DONE]":
+                c.close()
+                return ttft, gaps, tokens
+            j = json.loads(data)
+            if "error" in j:
+                raise RuntimeError(j["error"]["message"])
+            lp = j["choices"][0].get("logprobs")
+            n = len(lp["token_ids"]) if lp else 0
+            if n == 0:
+                continue
+            now = time.perf_counter()
+            if ttft is None:
+                ttft = now - t0  # tokens that came with the first are not gaps
+            else:
+                # Tokens that arrived together share the gap since the last event.
+                gaps += [(now - last) / n] * n
+            last = now
+            tokens += n
+    raise RuntimeError("stream ended without [DONE]")
+
+
+def pct(xs, p):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p / 100.0 * len(xs)))]
+
+
+def run_gen(a, conc):
+    stop = time.perf_counter() + a.seconds
+    lock = threading.Lock()
+    stats = {"ttft": [], "gaps": [], "tokens": 0, "errors": 0, "requests": 0}
+
+    def client(k):
+        rnd = random.Random(k)
+        while time.perf_counter() < stop:
+            prompt = "".join(rnd.choice("abcdefghij klmnop") for _ in range(a.prompt_len))
+            try:
+                ttft, gaps, tokens = stream_once(a.port, prompt, a.max_tokens, rnd.randrange(1 << 30))
+                with lock:
+                    stats["ttft"].append(ttft)
+                    stats["gaps"] += gaps
+                    stats["tokens"] += tokens
+                    stats["requests"] += 1
+            except Exception as e:  # noqa: BLE001 - counted and reported
+                with lock:
+                    stats["errors"] += 1
+                    stats["last_error"] = str(e)
+
+    t0 = time.perf_counter()
+    ths = [threading.Thread(target=client, args=(k,)) for k in range(conc)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    wall = time.perf_counter() - t0
+    ms = lambda v: None if v is None else round(1000 * v, 2)  # noqa: E731
+    return {"test": "gen", "model": a.model, "concurrency": conc, "requests": stats["requests"],
+            "errors": stats["errors"], "tokens_per_s": round(stats["tokens"] / wall, 1),
+            "ttft_p50_ms": ms(pct(stats["ttft"], 50)), "ttft_p99_ms": ms(pct(stats["ttft"], 99)),
+            "itl_p50_ms": ms(pct(stats["gaps"], 50)), "itl_p99_ms": ms(pct(stats["gaps"], 99)),
+            "last_error": stats.get("last_error")}
+
+
+def rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return None
+
+
+def metrics(port):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/metrics")
+    out = {}
+    for line in c.getresponse().read().decode().splitlines():
+        if line and not line.startswith("#") and "{" not in line:
+            k, v = line.split()
+            out[k] = float(v)
+    return out
+
+
+def run_sessions(a, n, done):
+    # Distinct conversations of prompt-len bytes + 8 generated tokens each.
+    for i in range(done, n):
+        body = json.dumps({"prompt": f"session {i:06d} " + "x" * a.prompt_len, "max_tokens": 8,
+                           "temperature": 0, "ignore_eos": True})
+        c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=60)
+        c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        if r.status != 200:
+            raise RuntimeError(f"HTTP {r.status}")
+    m = metrics(a.port)
+    return {"test": "sessions", "model": a.model, "sessions_sent": n,
+            "sessions_cached": int(m["seqlab_cache_sessions"]),
+            "cache_mb": round(m["seqlab_cache_bytes"] / 2**20, 2),
+            "state_kb": round(m["seqlab_state_bytes"] / 1024, 1), "rss_mb": round(rss_mb(a.pid), 1)}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--pid", type=int, required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--concurrency", default="1,4,16")
+    p.add_argument("--seconds", type=float, default=10)
+    p.add_argument("--max-tokens", type=int, default=64)
+    p.add_argument("--prompt-len", type=int, default=32)
+    p.add_argument("--sessions", default="")
+    a = p.parse_args()
+    for conc in [int(x) for x in a.concurrency.split(",") if x]:
+        print(json.dumps(run_gen(a, conc)), flush=True)
+    done = 0
+    print(json.dumps({"test": "sessions", "model": a.model, "sessions_sent": 0,
+                      "rss_mb": round(rss_mb(a.pid), 1)}), flush=True)
+    for n in [int(x) for x in a.sessions.split(",") if x]:
+        print(json.dumps(run_sessions(a, n, done)), flush=True)
+        done = n
+
+
+if __name__ == "__main__":
+    main()
