@@ -192,12 +192,14 @@ void FastModel::norm(const float* x, const std::vector<float>& w, const std::vec
     layer_norm(x, w.data(), b.data(), y, D_, cfg_.norm_eps);
 }
 
-void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t n) const {
+void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t n,
+                    bool batch) const {
+  auto rows = batch ? matmul_rows_blocked : matmul_rows;
   const int64_t hidden = b.fc1.out;
   if (n == 1)
     b.fc1(H, M);
   else
-    matmul_rows(b.fc1.w.data(), b.fc1.b.empty() ? nullptr : b.fc1.b.data(), H, M, n, hidden, D_);
+    rows(b.fc1.w.data(), b.fc1.b.empty() ? nullptr : b.fc1.b.data(), H, M, n, hidden, D_);
   if (swiglu_) {
     // Row i is [gate | up] at M + 2I i; silu(gate) * up goes to M + I i, which ends before any
     // row not read yet, so the rows compact in place into [n, I].
@@ -210,17 +212,17 @@ void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t 
   if (n == 1)
     b.fc2(M, Y);
   else
-    matmul_rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, n, D_, I_);
+    rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, n, D_, I_);
 }
 
 template <class Mix>
 void FastModel::block_with(Block& b, float* X, int64_t n, float* H, float* Y, float* Y2, float* M,
-                           Mix&& mix) {
+                           bool batch, Mix&& mix) {
   for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln1_w, b.ln1_b, H + i * D_);
   mix(H, Y);
   if (parallel_) {  // x + mixer(ln1 x) + mlp(ln2 x), summed in that order
     for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln2_w, b.ln2_b, H + i * D_);
-    mlp(b, H, Y2, M, n);
+    mlp(b, H, Y2, M, n, batch);
     axpy(1.0f, Y, X, n * D_);
     axpy(1.0f, Y2, X, n * D_);
     return;
@@ -228,7 +230,7 @@ void FastModel::block_with(Block& b, float* X, int64_t n, float* H, float* Y, fl
   axpy(1.0f, Y, X, n * D_);
   if (b.fc1.out == 0) return;
   for (int64_t i = 0; i < n; ++i) norm(X + i * D_, b.ln2_w, b.ln2_b, H + i * D_);
-  mlp(b, H, Y, M, n);
+  mlp(b, H, Y, M, n, batch);
   axpy(1.0f, Y, X, n * D_);
 }
 
@@ -237,11 +239,11 @@ void FastModel::block_rows(Block& b, float* X, int64_t n, float* state, int64_t 
   // matrix-matrix products.
   if (n == 1) {
     block_with(
-        b, X, 1, h_.data(), y_.data(), y2_.data(), mlp_.data(),
+        b, X, 1, h_.data(), y_.data(), y2_.data(), mlp_.data(), false,
         [&](const float* H, float* Y) { b.mixer->step(H, Y, state, mix_scratch_.data(), pos0); });
     return;
   }
-  block_with(b, X, n, ch_.data(), cy_.data(), cy2_.data(), cm_.data(),
+  block_with(b, X, n, ch_.data(), cy_.data(), cy2_.data(), cm_.data(), false,
              [&](const float* H, float* Y) {
                b.mixer->prefill(H, Y, n, D_, state, cscratch_.data(), pos0);
              });
@@ -282,7 +284,7 @@ void FastModel::step_batch(const int64_t* tokens, DecoderState* const* states, i
   }
   for (auto& b : blocks_) {
     for (int64_t i = 0; i < B; ++i) bstates_[i] = states[i]->data.data() + b.state_offset;
-    block_with(b, X, B, bh_.data(), by_.data(), by2_.data(), bm_.data(),
+    block_with(b, X, B, bh_.data(), by_.data(), by2_.data(), bm_.data(), true,
                [&](const float* H, float* Y) {
                  b.mixer->step_batch(H, Y, B, D_, bstates_.data(), bscratch_.data(), bpos_.data());
                });
@@ -290,7 +292,8 @@ void FastModel::step_batch(const int64_t* tokens, DecoderState* const* states, i
   for (int64_t i = 0; i < B; ++i) states[i]->pos += 1;
   if (!logits) return;
   for (int64_t i = 0; i < B; ++i) norm(X + i * D_, lnf_w_, lnf_b_, bh_.data() + i * D_);
-  matmul_rows(head_.empty() ? wte_.data() : head_.data(), nullptr, bh_.data(), logits, B, V_, D_);
+  matmul_rows_blocked(head_.empty() ? wte_.data() : head_.data(), nullptr, bh_.data(), logits, B,
+                      V_, D_);
 }
 
 void FastModel::step(int64_t token, DecoderState& s, float* logits) {

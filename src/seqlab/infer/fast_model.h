@@ -53,7 +53,8 @@ class FastModel {
   // (distinct, each advanced by one position; rows may sit at different positions), logits
   // [B,V] (may be null). Every projection, MLP and the head run as one matrix-matrix product over
   // the B rows (one pass over the weights); each mixer's recurrence or attention runs per row.
-  // Equals B step() calls (bitwise for B < 4, to rounding above: tests/test_fast_batch.cpp).
+  // Bitwise equal to B step() calls (tests/test_fast_batch.cpp): the products are
+  // matmul_rows_blocked, one matvec per row with each block of weights reused from cache.
   // Scratch grows to the largest B seen (an allocation only then).
   void step_batch(const int64_t* tokens, DecoderState* const* states, int64_t B, float* logits);
 
@@ -93,15 +94,17 @@ class FastModel {
   int64_t batch_cap_ = 0;
   void reserve_batch(int64_t B);
   // One block over n rows X [n,D] (the residual, updated in place), with the given scratch
-  // (H, Y [n,D], Y2 [n,D] for the parallel residual, M [n, fc1.out]); mix(H, Y) runs the mixer.
+  // (H, Y [n,D], Y2 [n,D] for the parallel residual, M [n, fc1.out]); mix(H, Y) runs the mixer;
+  // batch as mlp()'s.
   template <class Mix>
   void block_with(Block& b, float* X, int64_t n, float* H, float* Y, float* Y2, float* M,
-                  Mix&& mix);
+                  bool batch, Mix&& mix);
   // The block's norm (LayerNorm or RMSNorm, norm_eps) of x [D] into y [D].
   void norm(const float* x, const std::vector<float>& w, const std::vector<float>& b,
             float* y) const;
   // The block's MLP on n rows H [n,D] -> Y [n,D]; M: n * fc1.out floats of hidden scratch.
-  void mlp(const Block& b, const float* H, float* Y, float* M, int64_t n) const;
+  // batch: the rows are a step_batch's (matmul_rows_blocked), else a prefill chunk's (matmul_rows).
+  void mlp(const Block& b, const float* H, float* Y, float* M, int64_t n, bool batch) const;
   // One block over n rows X [n,D] (the residual, updated in place) at positions pos0 ...
   void block_rows(Block& b, float* X, int64_t n, float* state, int64_t pos0);
   // Token embedding (+ position) of `token` at position p into x [D]; checks both.

@@ -579,6 +579,11 @@ void matmul_rows(const float* W, const float* bias, const float* X, float* Y, in
     matmul_packed_avx2(W, bias, X, Y, n, rows, cols);
     return;
   }
+  matmul_rows_blocked(W, bias, X, Y, n, rows, cols);
+}
+
+void matmul_rows_blocked(const float* W, const float* bias, const float* X, float* Y, int64_t n,
+                         int64_t rows, int64_t cols) {
   // One matvec per input row, in blocks of 8 input rows: each block reuses the weights while they
   // are in cache.
   constexpr int64_t kRowBlock = 8, kOutBlock = 64;

@@ -38,6 +38,12 @@ void matvec(const float* W, const float* bias, const float* x, float* y, int64_t
 void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                  int64_t rows, int64_t cols);
 void set_prefill_tiled(bool on);
+// The same product for a few rows (the server's batched step, infer/fast_model.h step_batch): one
+// matvec per input row in cache blocks of 8 rows x 64 outputs, so each block of weights comes from
+// memory once for 8 rows; bitwise matvec's results. matmul_rows' packed GEMM repacks W on every
+// call, which pays for prefill's 64-row chunks but not here (measured 10x slower at 4 rows).
+void matmul_rows_blocked(const float* W, const float* bias, const float* X, float* Y, int64_t n,
+                         int64_t rows, int64_t cols);
 bool prefill_tiled();
 float dot(const float* a, const float* b, int64_t n);
 // y[c] = sum_r p[r] M[r, c]; M row-major [rows, cols] (attention: weights times values). With

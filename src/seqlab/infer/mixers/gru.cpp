@@ -49,8 +49,10 @@ class FastGRU : public FastMixer {
                   float* scratch, const int64_t*) const override {
     float *XI = scratch, *HH = XI + 3 * B * D_, *Hs = HH + 3 * B * D_, *Hn = Hs + B * D_;
     for (int64_t i = 0; i < B; ++i) std::copy(states[i], states[i] + D_, Hs + i * D_);
-    matmul_rows(w_ih_.w.data(), w_ih_.b.empty() ? nullptr : w_ih_.b.data(), X, XI, B, 3 * D_, D_);
-    matmul_rows(w_hh_.w.data(), w_hh_.b.empty() ? nullptr : w_hh_.b.data(), Hs, HH, B, 3 * D_, D_);
+    matmul_rows_blocked(w_ih_.w.data(), w_ih_.b.empty() ? nullptr : w_ih_.b.data(), X, XI, B,
+                        3 * D_, D_);
+    matmul_rows_blocked(w_hh_.w.data(), w_hh_.b.empty() ? nullptr : w_hh_.b.data(), Hs, HH, B,
+                        3 * D_, D_);
     for (int64_t i = 0; i < B; ++i) {
       const float *xi = XI + 3 * i * D_, *hh = HH + 3 * i * D_;
       float* h = states[i];
@@ -62,7 +64,7 @@ class FastGRU : public FastMixer {
       }
       std::copy(h, h + D_, Hn + i * D_);
     }
-    matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), Hn, Y, B, D_, D_);
+    matmul_rows_blocked(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), Hn, Y, B, D_, D_);
   }
 
  private:

@@ -57,14 +57,14 @@ class FastSoftmax : public FastMixer {
   void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
                   float* scratch, const int64_t* pos) const override {
     float *Q = scratch, *K = Q + B * D_, *V = K + B * Dkv_, *A = V + B * Dkv_, *p = A + B * D_;
-    matmul_rows(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, B, D_, D_);
-    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, B, Dkv_, D_);
-    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, B, Dkv_, D_);
+    matmul_rows_blocked(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, B, D_, D_);
+    matmul_rows_blocked(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, B, Dkv_, D_);
+    matmul_rows_blocked(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, B, Dkv_, D_);
     for (int64_t i = 0; i < B; ++i) {
       if (rope_) rope_->rotate_qk(Q + i * D_, H_, K + i * Dkv_, G_, Dh_, 1, pos[i]);
       attend(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, states[i], p, pos[i]);
     }
-    matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, B, D_, D_);
+    matmul_rows_blocked(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, B, D_, D_);
   }
 
  private:
