@@ -6,6 +6,7 @@
 // cache, so every row is bitwise its solo step.
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_model.h"
+#include "seqlab/infer/kernels.h"
 #include "seqlab/model/model.h"
 
 #include <gtest/gtest.h>
@@ -119,3 +120,23 @@ INSTANTIATE_TEST_SUITE_P(Mixers, FastBatch,
                                            BatchCase{"hedgehog_rope_gqa", "hedgehog", true},
                                            BatchCase{"gru", "gru"}, BatchCase{"lstm", "lstm"}),
                          [](const auto& info) { return info.param.name; });
+
+// The batch's product against matvec row by row, bitwise, with odd sizes: rows past the last
+// multiple of 4, inputs past the last group of 4, columns past the last multiple of 8, a bias.
+TEST(FastBatchKernel, BlockedRowsEqualMatvecBitwise) {
+  torch::manual_seed(13);
+  for (int64_t n : {1, 4, 7, 16}) {
+    for (int64_t rows : {36, 37, 70}) {
+      for (int64_t cols : {32, 29}) {
+        auto W = torch::randn({rows, cols}), b = torch::randn({rows}), X = torch::randn({n, cols});
+        std::vector<float> got(n * rows), want(n * rows);
+        infer::matmul_rows_blocked(W.data_ptr<float>(), b.data_ptr<float>(), X.data_ptr<float>(),
+                                   got.data(), n, rows, cols);
+        for (int64_t i = 0; i < n; ++i)
+          infer::matvec(W.data_ptr<float>(), b.data_ptr<float>(), X.data_ptr<float>() + i * cols,
+                        want.data() + i * rows, rows, cols);
+        EXPECT_EQ(got, want) << "n " << n << " rows " << rows << " cols " << cols;
+      }
+    }
+  }
+}

@@ -7,6 +7,7 @@ the session cache with N distinct conversations and reads the server's resident 
 
 Usage: load.py --port P --pid PID --model NAME [--concurrency 1,4,16] [--seconds 10]
                [--max-tokens 64] [--prompt-len 32] [--sessions 10,1000]
+(an empty --concurrency or --sessions skips that part; run the sessions on a fresh server)
 Prints one JSON object per line (test = "gen" or "sessions").
 """
 import argparse
@@ -88,6 +89,7 @@ def run_gen(a, conc):
                     stats["errors"] += 1
                     stats["last_error"] = str(e)
 
+    m0 = metrics(a.port)
     t0 = time.perf_counter()
     ths = [threading.Thread(target=client, args=(k,)) for k in range(conc)]
     for t in ths:
@@ -95,9 +97,15 @@ def run_gen(a, conc):
     for t in ths:
         t.join()
     wall = time.perf_counter() - t0
+    m1 = metrics(a.port)
+    d = lambda k: m1[k] - m0[k]  # noqa: E731
+    steps = d("seqlab_batch_steps_total")
     ms = lambda v: None if v is None else round(1000 * v, 2)  # noqa: E731
     return {"test": "gen", "model": a.model, "concurrency": conc, "requests": stats["requests"],
             "errors": stats["errors"], "tokens_per_s": round(stats["tokens"] / wall, 1),
+            # The server's own count, and the mean rows per batched step.
+            "server_tokens_per_s": round(d("seqlab_generated_tokens_total") / wall, 1),
+            "mean_batch": round(d("seqlab_batch_rows_total") / steps, 2) if steps else None,
             "ttft_p50_ms": ms(pct(stats["ttft"], 50)), "ttft_p99_ms": ms(pct(stats["ttft"], 99)),
             "itl_p50_ms": ms(pct(stats["gaps"], 50)), "itl_p99_ms": ms(pct(stats["gaps"], 99)),
             "last_error": stats.get("last_error")}
@@ -154,8 +162,9 @@ def main():
     for conc in [int(x) for x in a.concurrency.split(",") if x]:
         print(json.dumps(run_gen(a, conc)), flush=True)
     done = 0
-    print(json.dumps({"test": "sessions", "model": a.model, "sessions_sent": 0,
-                      "rss_mb": round(rss_mb(a.pid), 1)}), flush=True)
+    if a.sessions:
+        print(json.dumps({"test": "sessions", "model": a.model, "sessions_sent": 0,
+                          "rss_mb": round(rss_mb(a.pid), 1)}), flush=True)
     for n in [int(x) for x in a.sessions.split(",") if x]:
         print(json.dumps(run_sessions(a, n, done)), flush=True)
         done = n

@@ -19,15 +19,23 @@ if [ ! -f "$out/teacher/config.json" ]; then
   "$seqlab" convert --model "$out/teacher" --to t2r --out "$out/t2r" -q
 fi
 : >"$out/results.jsonl"
-for m in teacher t2r; do
-  log="$out/serve_$m.log"
+# Starts `seqlab serve` on the model, runs load.py with the given arguments, stops the server.
+drive() {
+  local m="$1"
+  shift
+  local log="$out/serve_$m.log"
   "$seqlab" serve --model "$out/$m" --port 0 --max-batch 16 --max-queue 64 \
     --cache-bytes $((1 << 30)) --threads 1 2>"$log" &
-  pid=$!
+  local pid=$!
   for _ in $(seq 100); do grep -q "http://" "$log" && break; sleep 0.1; done
+  local port
   port=$(grep -o '127.0.0.1:[0-9]*' "$log" | head -1 | cut -d: -f2)
-  /usr/bin/python3 "$root/bench/serve/load.py" --port "$port" --pid "$pid" --model "$m" \
-    --concurrency "$conc" --seconds "$secs" --sessions "$sessions" | tee -a "$out/results.jsonl"
+  /usr/bin/python3 "$root/bench/serve/load.py" --port "$port" --pid "$pid" --model "$m" "$@" |
+    tee -a "$out/results.jsonl"
   kill -TERM "$pid"
   wait "$pid"
+}
+for m in teacher t2r; do
+  drive "$m" --concurrency "$conc" --seconds "$secs" --sessions ""
+  drive "$m" --concurrency "" --sessions "$sessions"  # a fresh server: an empty cache
 done

@@ -47,6 +47,39 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return s;
 }
 
+// Four inputs times two weight rows at a time (the server's batch): each weight vector is loaded
+// once for four inputs. Every (row, input) pair has one accumulator summed over the columns in
+// order, exactly as matvec_avx2's rows below a multiple of 4, whose results these are bitwise;
+// rows past the last multiple of 4 go through dot_avx2 as there. W, bias are offset to row r0 by
+// the caller; rows here is even.
+__attribute__((target("avx2,fma"))) void matmul4_pairs_avx2(const float* W, const float* bias,
+                                                            const float* const* x, float* const* y,
+                                                            int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; r += 2) {
+    const float *w0 = W + r * cols, *w1 = w0 + cols;
+    __m256 a[2][4];
+    for (int i = 0; i < 4; ++i) a[0][i] = a[1][i] = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= cols; c += 8) {
+      const __m256 v0 = _mm256_loadu_ps(w0 + c), v1 = _mm256_loadu_ps(w1 + c);
+      for (int i = 0; i < 4; ++i) {
+        const __m256 xv = _mm256_loadu_ps(x[i] + c);
+        a[0][i] = _mm256_fmadd_ps(v0, xv, a[0][i]);
+        a[1][i] = _mm256_fmadd_ps(v1, xv, a[1][i]);
+      }
+    }
+    for (int i = 0; i < 4; ++i) {
+      float s0 = hsum256(a[0][i]), s1 = hsum256(a[1][i]);
+      for (int64_t k = c; k < cols; ++k) {
+        s0 += w0[k] * x[i][k];
+        s1 += w1[k] * x[i][k];
+      }
+      y[i][r] = s0 + (bias ? bias[r] : 0.0f);
+      y[i][r + 1] = s1 + (bias ? bias[r + 1] : 0.0f);
+    }
+  }
+}
+
 // Four rows at a time: x is loaded once per 8 columns for four weight rows.
 __attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float* bias,
                                                      const float* x, float* y, int64_t rows,
@@ -584,6 +617,32 @@ void matmul_rows(const float* W, const float* bias, const float* X, float* Y, in
 
 void matmul_rows_blocked(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                          int64_t rows, int64_t cols) {
+  // The 4-input kernel when the columns fill whole vectors (every model width here): a scalar
+  // column tail may be contracted into FMAs differently from matvec_avx2's, and the results must
+  // stay bitwise matvec's.
+  if (active_kernel() == Kernel::avx2 && !g_pool && n >= 4 && cols % 8 == 0) {
+    // Blocks of 32 weight rows (in cache) against groups of 4 inputs; the rows past the last
+    // multiple of 4 and the inputs past the last group of 4 as matvec_avx2 computes them.
+    const int64_t rows4 = rows - rows % 4, n4 = n - n % 4;
+    constexpr int64_t kBlock = 32;
+    for (int64_t r0 = 0; r0 < rows4; r0 += kBlock) {
+      const int64_t nr = std::min(kBlock, rows4 - r0);
+      for (int64_t i = 0; i < n4; i += 4) {
+        const float* x[4] = {X + i * cols, X + (i + 1) * cols, X + (i + 2) * cols,
+                             X + (i + 3) * cols};
+        float* y[4] = {Y + i * rows + r0, Y + (i + 1) * rows + r0, Y + (i + 2) * rows + r0,
+                       Y + (i + 3) * rows + r0};
+        matmul4_pairs_avx2(W + r0 * cols, bias ? bias + r0 : nullptr, x, y, nr, cols);
+      }
+      for (int64_t i = n4; i < n; ++i)
+        matvec_avx2(W + r0 * cols, bias ? bias + r0 : nullptr, X + i * cols, Y + i * rows + r0, nr,
+                    cols);
+    }
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t r = rows4; r < rows; ++r)
+        Y[i * rows + r] = dot_avx2(W + r * cols, X + i * cols, cols) + (bias ? bias[r] : 0.0f);
+    return;
+  }
   // One matvec per input row, in blocks of 8 input rows: each block reuses the weights while they
   // are in cache.
   constexpr int64_t kRowBlock = 8, kOutBlock = 64;

@@ -38,10 +38,12 @@ void matvec(const float* W, const float* bias, const float* x, float* y, int64_t
 void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                  int64_t rows, int64_t cols);
 void set_prefill_tiled(bool on);
-// The same product for a few rows (the server's batched step, infer/fast_model.h step_batch): one
-// matvec per input row in cache blocks of 8 rows x 64 outputs, so each block of weights comes from
-// memory once for 8 rows; bitwise matvec's results. matmul_rows' packed GEMM repacks W on every
-// call, which pays for prefill's 64-row chunks but not here (measured 10x slower at 4 rows).
+// The same product for a few rows (the server's batched step, infer/fast_model.h step_batch),
+// bitwise matvec's results row by row: with AVX2, 4 or more rows and cols a multiple of 8, each
+// weight vector is loaded once for 4 input rows (blocks of 32 weight rows kept in cache);
+// otherwise one matvec per input row in cache blocks of 8 rows x 64 outputs. matmul_rows' packed
+// GEMM repacks W on every call, which pays for prefill's 64-row chunks but not here (measured 10x
+// slower at 4 rows).
 void matmul_rows_blocked(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                          int64_t rows, int64_t cols);
 bool prefill_tiled();
