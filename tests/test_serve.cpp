@@ -370,8 +370,10 @@ TEST(Serve, AFullQueueIs429AndADisconnectCancels) {
   cfg.scheduler.max_queue = 0;
   cfg.max_output_tokens = 1000000;
   Running srv(dir, cfg);
-  // A long stream that the client drops after its first chunk.
-  std::promise<void> started;
+  // A long stream that the client drops after its third chunk, and not before the 429 below was
+  // checked (under load the drop could otherwise free the slot first).
+  std::promise<void> started, checked;
+  auto checked_f = checked.get_future().share();
   std::thread client([&] {
     auto c = srv.client();
     httplib::Request req;
@@ -384,6 +386,7 @@ TEST(Serve, AFullQueueIs429AndADisconnectCancels) {
     int chunks = 0;
     req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
       if (++chunks == 1) started.set_value();
+      if (chunks == 2) checked_f.wait();
       return chunks < 3;  // false: drop the connection
     };
     c.send(req);
@@ -391,6 +394,7 @@ TEST(Serve, AFullQueueIs429AndADisconnectCancels) {
   started.get_future().wait();
   // The only slot is busy and the queue holds nothing: 429.
   expect_error(srv.post("/v1/completions", greedy("b", 2).dump()), 429, "queue_full");
+  checked.set_value();
   client.join();
   // The dropped stream is cancelled and leaves the batch.
   for (int i = 0; i < 100 && metric(srv, "seqlab_requests_active") != 0; ++i)
