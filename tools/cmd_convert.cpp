@@ -46,6 +46,10 @@ Teacher load_teacher(const ConvertArgs& a, DataParallel* dp) {
       SEQLAB_CHECK(!fs::exists(fs::path(a.out) / kConfigFile),
                    "{} already holds a model; choose another --out", a.out);
       t.model = load_model_dir(a.model);
+      // (Checked here as well as by convert_model: the other ranks build the teacher from its
+      // config alone, without adapters.)
+      SEQLAB_CHECK(!t.model.model->adapters,
+                   "convert: merge the model's adapters first (finetune --merge)");
       t.task = model_task(t.model, a.model);
       if (dp)
         dp->share("teacher", nlohmann::json{{"model", t.model.config.to_json()},
