@@ -30,8 +30,8 @@ struct DistArgs {
     sub = app;
     const char* group = "Data parallel (c10d / Gloo)";
     app->add_option("--nproc", nproc,
-                    fmt::format("start N local data-parallel workers (each gets --batch/N rows of "
-                                "every {} batch and, without --threads, cores/N threads)",
+                    fmt::format("start N local data-parallel workers (each gets 1/N of the rows "
+                                "of every {} batch and, without --threads, cores/N threads)",
                                 what))
         ->capture_default_str()
         ->check(CLI::Range(1, 256))
