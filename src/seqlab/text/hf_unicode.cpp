@@ -149,23 +149,10 @@ std::u32string to_units(std::string_view text, std::vector<uint32_t>* offsets) {
 }
 
 void append_unit(std::string* s, char32_t c) {
-  if (c < 0x80) {
-    s->push_back(static_cast<char>(c));
-  } else if (c >= kInvalidByte) {
-    s->push_back(static_cast<char>(c - kInvalidByte));
-  } else if (c < 0x800) {
-    s->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    s->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    s->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    s->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    s->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    s->push_back(static_cast<char>(0xF0 | (c >> 18)));
-    s->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    s->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    s->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  }
+  if (c >= kInvalidByte)
+    s->push_back(static_cast<char>(c - kInvalidByte));  // a raw byte that was not UTF-8
+  else
+    append_utf8(s, c);
 }
 
 std::string from_units(std::u32string_view units) {

@@ -45,6 +45,9 @@ struct Utf8Char {
 // Decodes the code point starting at s[i] (i < s.size()), strictly (RFC 3629).
 Utf8Char decode_utf8(std::string_view s, size_t i);
 
+// Appends the UTF-8 encoding of code point c (< 0x110000) to s.
+void append_utf8(std::string* s, char32_t c);
+
 // The pre-tokenizer's class of a code point (invalid bytes are CharClass::other).
 CharClass char_class(const Utf8Char& c);
 
