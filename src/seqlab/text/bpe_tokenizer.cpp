@@ -3,6 +3,7 @@
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
 #include "seqlab/core/json_read.h"
+#include "seqlab/text/bpe_merge.h"
 #include "seqlab/text/pretokenize.h"
 
 #include <nlohmann/json.hpp>
@@ -194,51 +195,14 @@ std::unique_ptr<BpeTokenizer> BpeTokenizer::from_texts(std::string_view vocab_js
 }
 
 std::vector<int32_t> BpeTokenizer::bpe_piece(std::string_view piece) const {
-  const auto n = static_cast<int32_t>(piece.size());
-  if (n == 0) return {};
-  // The piece as a doubly linked list of tokens; a merge keeps the left node (its position
-  // stays its original byte offset) and unlinks the right one (id -1).
-  std::vector<int32_t> id(n), prev(n), next(n);
-  for (int32_t i = 0; i < n; ++i) {
-    id[i] = model_.byte_ids[static_cast<unsigned char>(piece[i])];
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-  // Candidates ordered by (rank, position): equal ranks are one pair, merged left to right as
-  // GPT-2's loop does. An entry is stale once either node changed; it is then skipped.
-  struct Cand {
-    int32_t rank, pos, left, right, result;
-  };
-  const auto later = [](const Cand& x, const Cand& y) {
-    return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos;
-  };
-  std::vector<Cand> heap;
-  const auto candidate = [&](int32_t p) {
-    const int32_t q = next[p];
-    if (q < 0) return false;
-    const Rank* r = find(id[p], id[q]);
-    if (!r) return false;
-    heap.push_back({r->rank, p, id[p], id[q], r->result});
-    return true;
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) candidate(i);
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const Cand c = heap.back();
-    heap.pop_back();
-    const int32_t p = c.pos, q = next[p];
-    if (id[p] != c.left || q < 0 || id[q] != c.right) continue;
-    id[p] = c.result;
-    id[q] = -1;
-    next[p] = next[q];
-    if (next[q] >= 0) prev[next[q]] = p;
-    if (prev[p] >= 0 && candidate(prev[p])) std::push_heap(heap.begin(), heap.end(), later);
-    if (candidate(p)) std::push_heap(heap.begin(), heap.end(), later);
-  }
-  std::vector<int32_t> out;
-  for (int32_t p = 0; p >= 0; p = next[p]) out.push_back(id[p]);
-  return out;
+  std::vector<int32_t> id;
+  id.reserve(piece.size());
+  for (unsigned char b : piece) id.push_back(model_.byte_ids[b]);
+  return bpe_merge(std::move(id), [&](int32_t a, int32_t b) -> std::optional<BpeMerge> {
+    const Rank* r = find(a, b);
+    if (!r) return std::nullopt;
+    return BpeMerge{r->rank, r->result};
+  });
 }
 
 std::vector<int32_t> BpeTokenizer::bpe_piece_reference(std::string_view piece) const {

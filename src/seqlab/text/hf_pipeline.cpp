@@ -1,5 +1,7 @@
 #include "seqlab/text/hf_pipeline.h"
 
+#include "seqlab/text/bpe_merge.h"
+
 #include "seqlab/core/error.h"
 #include "seqlab/text/bpe_tokenizer.h"
 #include "seqlab/text/hf_unicode.h"
@@ -341,47 +343,11 @@ std::vector<int32_t> BpeModel::merge(std::string_view piece) const {
       id.push_back(unk_);
     }
   }
-  const auto n = static_cast<int32_t>(id.size());
-  if (n < 2) return id;
-  std::vector<int32_t> prev(n), next(n);
-  for (int32_t i = 0; i < n; ++i) {
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-  // Candidates by (rank, position), lowest first; stale ones are skipped (bpe_tokenizer.cpp).
-  struct Cand {
-    int32_t rank, pos, left, right, result;
-  };
-  const auto later = [](const Cand& x, const Cand& y) {
-    return x.rank != y.rank ? x.rank > y.rank : x.pos > y.pos;
-  };
-  std::vector<Cand> heap;
-  const auto candidate = [&](int32_t p) {
-    const int32_t q = next[p];
-    if (q < 0) return false;
-    const auto r = ranks_.find(key(id[p], id[q]));
-    if (r == ranks_.end()) return false;
-    heap.push_back({r->second.rank, p, id[p], id[q], r->second.result});
-    return true;
-  };
-  for (int32_t i = 0; i + 1 < n; ++i) candidate(i);
-  std::make_heap(heap.begin(), heap.end(), later);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const Cand c = heap.back();
-    heap.pop_back();
-    const int32_t p = c.pos, q = next[p];
-    if (id[p] != c.left || q < 0 || id[q] != c.right) continue;
-    id[p] = c.result;
-    id[q] = -1;
-    next[p] = next[q];
-    if (next[q] >= 0) prev[next[q]] = p;
-    if (prev[p] >= 0 && candidate(prev[p])) std::push_heap(heap.begin(), heap.end(), later);
-    if (candidate(p)) std::push_heap(heap.begin(), heap.end(), later);
-  }
-  std::vector<int32_t> out;
-  for (int32_t p = 0; p >= 0; p = next[p]) out.push_back(id[p]);
-  return out;
+  return bpe_merge(std::move(id), [&](int32_t a, int32_t b) -> std::optional<BpeMerge> {
+    const auto r = ranks_.find(key(a, b));
+    if (r == ranks_.end()) return std::nullopt;
+    return BpeMerge{r->second.rank, r->second.result};
+  });
 }
 
 void BpeModel::encode_piece(std::string_view piece, std::vector<int64_t>* out) const {
