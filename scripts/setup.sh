@@ -11,6 +11,9 @@ pkgs=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   wordnet-base gnuplot-nox
   libcpp-httplib-dev
+  # the pretrained teacher's English corpus (scripts/make_english_corpus.py)
+  python3 dict-gcide bible-kjv bible-kjv-text fortunes fortunes-min dict-foldoc dict-jargon
+  dict-devil
 )
 
 missing=()
@@ -74,5 +77,10 @@ if [ $need_npm -eq 1 ]; then
   done
 else
   echo "setup: npm packages already in third_party/npm" >&2
+fi
+# The English corpus the shipped teacher was trained on, from the packages above (a few seconds).
+if [ ! -f "$root/data/english/SOURCES" ]; then
+  echo "setup: writing the English corpus into data/english" >&2
+  /usr/bin/python3 "$root/scripts/make_english_corpus.py" --out "$root/data/english"
 fi
 echo "setup: done" >&2

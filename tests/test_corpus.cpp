@@ -226,3 +226,37 @@ TEST(Corpus, BadFilesAreErrorsNamingTheFile) {
   expect_error([&] { load_corpus(good + ",", Split::train); }, {"empty path"});
   expect_error([&] { load_corpus("", Split::train); }, {"--corpus"});
 }
+
+TEST(Corpus, SourcesMixDirectoriesFilesAndWordnetInOrder) {
+  // A directory stands for its *.txt files in name order; other files in it are ignored.
+  const auto dir = scratch() / "english";
+  std::string all_b, all_a;
+  for (int i = 0; i < 300; ++i) {
+    all_a += "alpha line " + std::to_string(i) + "\n";
+    all_b += "beta line " + std::to_string(i) + "\n";
+  }
+  write(dir / "b.txt", all_b);
+  write(dir / "a.txt", all_a);
+  write(dir / "SOURCES", "not a corpus file\n");
+  const auto extra = write(scratch() / "extra.txt", "gamma one\ngamma two\ngamma three\n");
+  for (auto split : {Split::train, Split::valid, Split::test}) {
+    const auto from_dir = load_corpus(dir.string() + "," + extra, split);
+    const auto from_files =
+        load_corpus((dir / "a.txt").string() + "," + (dir / "b.txt").string() + "," + extra, split);
+    EXPECT_EQ(from_dir, from_files);
+  }
+  const auto train = load_corpus(dir.string(), Split::train);
+  ASSERT_FALSE(train.empty());
+  EXPECT_EQ(train.front().rfind("alpha", 0), 0u) << "a.txt comes first";
+  for (const auto& d : train) EXPECT_EQ(d.find("not a corpus"), std::string::npos);
+  // WordNet mixes in at its place in the list.
+  const auto wn = load_corpus("wordnet", Split::valid);
+  const auto mixed = load_corpus("wordnet," + dir.string(), Split::valid);
+  ASSERT_GT(mixed.size(), wn.size());
+  EXPECT_TRUE(std::equal(wn.begin(), wn.end(), mixed.begin()));
+  expect_error([&] { load_corpus((scratch() / "empty_dir").string() + "/", Split::train); },
+               {"cannot be opened"});
+  fs::create_directories(scratch() / "no_txt");
+  expect_error([&] { load_corpus((scratch() / "no_txt").string(), Split::train); },
+               {"holds no *.txt files"});
+}

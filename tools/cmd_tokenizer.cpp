@@ -111,7 +111,7 @@ void add_tokenizer_commands(CLI::App& app, Actions& actions) {
 
   auto* train = tok->add_subcommand(
       "train", "learn a byte-level BPE from a corpus; writes vocab.json + merges.txt (HF format)");
-  train->add_option("--corpus", a->corpus, "wordnet, or comma-separated text files (train split)")
+  train->add_option("--corpus", a->corpus, "comma-separated sources: wordnet, text files, directories of *.txt (train split)")
       ->required();
   train->add_option("--vocab-size", a->vocab_size, "tokens: 256 bytes + merges + <|endoftext|>")
       ->capture_default_str();

@@ -24,6 +24,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <string_view>
 
 namespace seqlab {
@@ -285,9 +287,46 @@ Split split_of_key(std::string_view key) {
 }
 
 std::vector<std::string> load_corpus(const std::string& spec, Split split) {
-  SEQLAB_CHECK(!spec.empty(), "empty --corpus (expected wordnet or comma-separated file paths)");
+  SEQLAB_CHECK(!spec.empty(),
+               "empty --corpus (expected wordnet, files or directories, comma-separated)");
   if (spec == "wordnet") return load_wordnet(split);
-  return load_files(spec, split);
+  // A comma-separated list of sources, read in order: "wordnet", a text file, or a directory
+  // (its *.txt files in name order).
+  std::vector<std::string> docs, files;
+  auto flush_files = [&] {
+    if (files.empty()) return;
+    std::string joined;
+    for (const auto& f : files) joined += (joined.empty() ? "" : ",") + f;
+    auto more = load_files(joined, split);
+    docs.insert(docs.end(), std::make_move_iterator(more.begin()),
+                std::make_move_iterator(more.end()));
+    files.clear();
+  };
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t comma = std::min(spec.find(',', start), spec.size());
+    const std::string item = spec.substr(start, comma - start);
+    start = comma + 1;
+    SEQLAB_CHECK(!item.empty(), "corpus '{}': empty path in the comma-separated list", spec);
+    std::error_code ec;
+    if (item == "wordnet") {
+      flush_files();
+      auto more = load_wordnet(split);
+      docs.insert(docs.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+    } else if (std::filesystem::is_directory(item, ec)) {
+      std::vector<std::string> txt;
+      for (const auto& e : std::filesystem::directory_iterator(item))
+        if (e.is_regular_file() && e.path().extension() == ".txt") txt.push_back(e.path().string());
+      SEQLAB_CHECK(!txt.empty(), "corpus directory {} holds no *.txt files", item);
+      std::sort(txt.begin(), txt.end());
+      files.insert(files.end(), txt.begin(), txt.end());
+    } else {
+      files.push_back(item);
+    }
+  }
+  flush_files();
+  return docs;
 }
 
 }  // namespace seqlab

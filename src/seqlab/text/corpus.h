@@ -5,6 +5,9 @@
 //            "lemma, lemma: gloss; \"example\"". Split by a hash of the synset's (file, offset).
 //   files    one or more plain-text files (comma-separated paths): one document per non-empty
 //            line. Split by a hash of the line's text.
+//   dirs     a directory stands for its *.txt files in name order (scripts/make_english_corpus.py
+//            writes the teacher's English corpus as such a directory, data/english).
+// Sources mix in one comma-separated list, read in order: "wordnet,data/english".
 //
 // The split is a fixed function of the key: hash % 100 < 90 -> train, < 95 -> valid, else test.
 #pragma once
@@ -25,8 +28,8 @@ const char* split_name(Split s);
 // < 95 valid, else test). text/dictionary.h splits dictionary entries by their word with it.
 Split split_of_key(std::string_view key);
 
-// The documents of one split of a corpus, in a fixed order. spec: "wordnet" or comma-separated
-// file paths. Throws seqlab::Error on a missing, empty or non-text corpus (naming the file).
+// The documents of one split of a corpus, in a fixed order. spec: comma-separated sources, each
+// "wordnet", a file or a directory. Throws seqlab::Error on a missing, empty or non-text corpus (naming the file).
 std::vector<std::string> load_corpus(const std::string& spec, Split split);
 
 }  // namespace seqlab
