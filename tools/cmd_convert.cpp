@@ -5,6 +5,8 @@
 #include "dist_cli.h"
 
 #include "seqlab/convert/convert.h"
+#include "seqlab/mixers/hybrid_attention.h"
+#include "seqlab/mixers/registry.h"
 #include "seqlab/core/error.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/model/model_task.h"
@@ -99,6 +101,10 @@ int run_convert(const ConvertArgs& a) {
   const bool root = !dp || dp->root();
   auto teacher = load_teacher(a, dp.get());
   const auto& teacher_task = teacher.task;
+  if (a.cfg.to == HybridAttentionImpl::kArch && teacher_task)
+    SEQLAB_CHECK(a.cfg.window <= teacher_task->max_len,
+                 "--window {} is larger than the context the model was trained on ({} tokens)",
+                 a.cfg.window, teacher_task->max_len);
   auto student = convert_model(*teacher.model.model, a.cfg);
   nlohmann::json conv = {{"from", a.model}, {"config", a.cfg.to_json()}};
   std::vector<double> before, after;
@@ -129,11 +135,13 @@ int run_convert(const ConvertArgs& a) {
     std::cout << nlohmann::json{{"out", a.out}, {"convert", conv}}.dump() << "\n";
     return 0;
   }
-  fmt::print("converted {} (softmax) -> {} (linear, {}): {} parameters\n", a.model, a.out,
-             student->config().mixer.feature_map, count_parameters(*student));
+  fmt::print("converted {} (softmax) -> {} ({}): {} parameters\n", a.model, a.out,
+             arch_label(student->config().mixer), count_parameters(*student));
   if (!before.empty()) {
-    fmt::print("attention transfer, {} steps: row cross-entropy per layer\n{:>6} {:>10} {:>10}\n",
-               a.cfg.distill_steps, "layer", "before", "after");
+    fmt::print("attention transfer, {} steps: {} per layer\n{:>6} {:>10} {:>10}\n",
+               a.cfg.distill_steps,
+               a.cfg.transfer == "output" ? "attention-output MSE" : "row cross-entropy", "layer",
+               "before", "after");
     for (size_t l = 0; l < before.size(); ++l)
       fmt::print("{:>6} {:>10.4f} {:>10.4f}\n", l, before[l], after[l]);
   }
@@ -226,8 +234,9 @@ void add_convert_commands(CLI::App& app, Actions& actions) {
   auto* conv = app.add_subcommand(
       "convert",
       "swap each softmax attention of a trained model for linear attention with a feature map "
-      "(T2R / Hedgehog), keeping every pretrained weight; optionally distill the attention "
-      "weights into the feature maps first (--distill-steps)");
+      "(T2R / Hedgehog) or for the hybrid of sliding-window softmax and gated linear attention "
+      "(LoLCATs / Liger), keeping every pretrained weight; optionally train the new parameters "
+      "first to match the teacher's attention weights or outputs (--distill-steps, --transfer)");
   conv->add_option("--model", ca->model, "the softmax model directory to convert")->required();
   conv->add_option("--out", ca->out, "model directory to write")->required();
   ca->cfg.visit(AddFlagsVisitor{conv, "Conversion", {}});
@@ -240,7 +249,10 @@ void add_convert_commands(CLI::App& app, Actions& actions) {
   auto* ft = app.add_subcommand(
       "finetune",
       "train a model directory further: fully, or through LoRA / Tied-LoRA adapters with the "
-      "base weights frozen (--adapter); --merge folds the adapters into the weights at the end");
+      "base weights frozen (--adapter); --merge folds the adapters into the weights at the end; "
+      "--teacher DIR --kl-weight W adds W * T^2 * KL(teacher || student) on the next-token "
+      "distributions to the loss (end-to-end distillation of a converted model from its softmax "
+      "teacher; lm heads only)");
   fa->sub = ft;
   ft->add_option("--model", fa->model, "the model directory to start from");
   ft->add_option("--out", fa->out, "model directory to write")->required()->group("Output");
@@ -250,6 +262,7 @@ void add_convert_commands(CLI::App& app, Actions& actions) {
   ft->add_flag("--merge", fa->start.merge,
                "fold the adapters into the weights of the written model")
       ->group("Adapters");
+  fa->start.visit_distill(AddFlagsVisitor{ft, "Distillation", {}});
   ft->add_flag("--resume", fa->resume, "continue from the checkpoint in --out")->group("Output");
   ft->add_flag("--json", fa->json, "print a JSON summary on stdout")->group("Output");
   ft->add_flag("-q,--quiet", fa->quiet, "no progress or info lines on stderr");

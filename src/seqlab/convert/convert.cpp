@@ -3,6 +3,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/core/progress.h"
+#include "seqlab/mixers/hybrid_attention.h"
 #include "seqlab/mixers/linear_attention.h"
 #include "seqlab/mixers/feature_maps/registry.h"
 #include "seqlab/mixers/registry.h"
@@ -18,6 +19,11 @@ namespace seqlab {
 void ConvertConfig::validate() const {
   MixerConfig probe;
   probe.arch = to;
+  probe.feature_map = feature_map;
+  SEQLAB_CHECK(decay > 0 && decay <= 1, "--decay must be in (0, 1], got {}", decay);
+  SEQLAB_CHECK(window >= 0, "--window must be >= 0, got {}", window);
+  SEQLAB_CHECK(transfer == "weights" || transfer == "output",
+               "--transfer must be weights or output, got '{}'", transfer);
   probe.validate();  // unknown names are an error listing the known ones
   SEQLAB_CHECK(arch_entry(probe.arch).traits.feature_map,
                "--to must name a linear-attention feature map ({}), got '{}'", feature_map_names(),
@@ -37,15 +43,29 @@ nlohmann::json ConvertConfig::to_json() const {
 
 namespace {
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
 std::shared_ptr<SoftmaxAttentionImpl> softmax_of(SeqModelImpl& m, size_t l) {
   return std::dynamic_pointer_cast<SoftmaxAttentionImpl>(m.blocks->ptr<BlockImpl>(l)->mixer);
 }
-std::shared_ptr<LinearAttentionImpl> linear_of(SeqModelImpl& m, size_t l) {
-  return std::dynamic_pointer_cast<LinearAttentionImpl>(m.blocks->ptr<BlockImpl>(l)->mixer);
+
+// Whether layer l of the student is a conversion target (linear or hybrid attention).
+bool converted(SeqModelImpl& m, size_t l) {
+  const auto& mixer = m.blocks->ptr<BlockImpl>(l)->mixer;
+  return std::dynamic_pointer_cast<LinearAttentionImpl>(mixer) ||
+         std::dynamic_pointer_cast<HybridAttentionImpl>(mixer);
 }
 
-bool is_feature_map_param(const std::string& name) {
-  return name.find(".mixer.feature_map.") != std::string::npos;
+// The student's attention weights of layer l on its input x: [B,H,T,T].
+torch::Tensor student_weights(SeqModelImpl& m, size_t l, const torch::Tensor& x) {
+  auto& mixer = m.blocks->ptr<BlockImpl>(l)->mixer;
+  if (auto lin = std::dynamic_pointer_cast<LinearAttentionImpl>(mixer))
+    return lin->attention_weights(x);
+  if (auto hyb = std::dynamic_pointer_cast<HybridAttentionImpl>(mixer))
+    return hyb->attention_weights(x);
+  fail("attention transfer: layer {} of the student is neither linear nor hybrid attention", l);
 }
 
 // Row cross-entropy between teacher weights a and student weights b, both [B,H,T,T]; rows of a
@@ -54,7 +74,26 @@ torch::Tensor row_cross_entropy(const torch::Tensor& a, const torch::Tensor& b) 
   return -(a * torch::log(b.clamp_min(1e-12))).sum(-1).mean();
 }
 
+// Layer l's transfer loss (see transfer_losses); the teacher's side runs without autograd.
+torch::Tensor layer_loss(SeqModelImpl& teacher, SeqModelImpl& student, size_t l,
+                         const torch::Tensor& x, const std::string& transfer) {
+  torch::Tensor target;
+  {
+    torch::NoGradGuard ng;
+    target = transfer == "output" ? teacher.blocks->ptr<BlockImpl>(l)->mixer->forward(x)
+                                  : softmax_of(teacher, l)->attention_weights(x);
+  }
+  if (transfer == "output")
+    return (student.blocks->ptr<BlockImpl>(l)->mixer->forward(x) - target).square().mean();
+  return row_cross_entropy(target, student_weights(student, l, x));
+}
+
 }  // namespace
+
+bool is_conversion_param(const std::string& name) {
+  return name.find(".mixer.feature_map.") != std::string::npos ||
+         ends_with(name, ".mixer.window_factor") || ends_with(name, ".mixer.gate_bias");
+}
 
 SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
   cfg.validate();
@@ -68,6 +107,15 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
   SEQLAB_CHECK(!teacher.adapters, "convert: merge the model's adapters first (finetune --merge)");
   ModelConfig sc = tc;
   sc.mixer.arch = cfg.to;
+  if (cfg.to == HybridAttentionImpl::kArch) {
+    SEQLAB_CHECK(cfg.window <= tc.mixer.max_len,
+                 "convert: --window {} is larger than the model's context ({} tokens)", cfg.window,
+                 tc.mixer.max_len);
+    sc.mixer.feature_map = cfg.feature_map;
+    sc.mixer.window = cfg.window;
+    sc.mixer.decay = cfg.decay;
+    sc.mixer.gate = cfg.gate;
+  }
   sc.mixer.d_feature = cfg.d_feature;
   sc.mixer.init_seed = cfg.init_seed;
   sc.validate();
@@ -80,7 +128,7 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
   for (const auto& b : teacher.named_buffers()) t_params[b.key()] = b.value();
   size_t copied = 0;
   for (auto& p : student->named_parameters()) {
-    if (is_feature_map_param(p.key())) continue;
+    if (is_conversion_param(p.key())) continue;
     auto it = t_params.find(p.key());
     SEQLAB_CHECK(it != t_params.end() && it->second.sizes() == p.value().sizes(),
                  "convert: the student's tensor '{}' has no match in the teacher", p.key());
@@ -88,7 +136,7 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
     ++copied;
   }
   size_t teacher_tensors = 0;
-  for (const auto& [name, v] : t_params) teacher_tensors += !is_feature_map_param(name);
+  for (const auto& [name, v] : t_params) teacher_tensors += !is_conversion_param(name);
   SEQLAB_CHECK(copied == teacher_tensors,
                "convert: copied {} of the teacher's {} tensors (the layouts differ)", copied,
                teacher_tensors);
@@ -97,15 +145,12 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
 }
 
 std::vector<double> transfer_losses(SeqModelImpl& teacher, SeqModelImpl& student,
-                                    const torch::Tensor& tokens) {
+                                    const torch::Tensor& tokens, const std::string& transfer) {
   torch::NoGradGuard ng;
   auto inputs = teacher.mixer_inputs(tokens);
   std::vector<double> out;
-  for (size_t l = 0; l < inputs.size(); ++l) {
-    auto a = softmax_of(teacher, l)->attention_weights(inputs[l]);  // [B,H,T,T]
-    auto b = linear_of(student, l)->attention_weights(inputs[l]);   // [B,H,T,T]
-    out.push_back(row_cross_entropy(a, b).item<double>());
-  }
+  for (size_t l = 0; l < inputs.size(); ++l)
+    out.push_back(layer_loss(teacher, student, l, inputs[l], transfer).item<double>());
   return out;
 }
 
@@ -118,7 +163,7 @@ std::vector<std::pair<std::string, torch::Tensor>> feature_map_params(
   std::vector<std::pair<std::string, torch::Tensor>> named;
   for (auto& p : student.named_parameters()) {
     was[p.key()] = p.value().requires_grad();
-    const bool fm = is_feature_map_param(p.key());
+    const bool fm = is_conversion_param(p.key());
     p.value().set_requires_grad(fm);
     if (fm) named.emplace_back(p.key(), p.value());
   }
@@ -136,7 +181,8 @@ std::vector<std::pair<std::string, torch::Tensor>> feature_map_params(
 // runs at once and frees its [B,H,T,T] temporaries before the next layer's are made; the
 // gradients are those of the summed loss, bitwise.
 double transfer_step_gradients(SeqModelImpl& teacher, SeqModelImpl& student,
-                               const torch::Tensor& tokens, double share) {
+                               const torch::Tensor& tokens, double share,
+                               const std::string& transfer) {
   std::vector<torch::Tensor> inputs;
   {
     torch::NoGradGuard ng;
@@ -144,13 +190,7 @@ double transfer_step_gradients(SeqModelImpl& teacher, SeqModelImpl& student,
   }
   double total = 0;
   for (size_t l = 0; l < inputs.size(); ++l) {
-    torch::Tensor a;
-    {
-      torch::NoGradGuard ng;
-      a = softmax_of(teacher, l)->attention_weights(inputs[l]);  // [B,H,T,T]
-    }
-    auto b = linear_of(student, l)->attention_weights(inputs[l]);  // [B,H,T,T]
-    auto loss = row_cross_entropy(a, b);
+    auto loss = layer_loss(teacher, student, l, inputs[l], transfer);
     if (share != 1) loss = loss * share;
     loss.backward();
     total += loss.item<double>();
@@ -165,8 +205,8 @@ DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, co
   const auto t0 = std::chrono::steady_clock::now();
   const size_t L = student.blocks->size();
   for (size_t l = 0; l < L; ++l)
-    SEQLAB_CHECK(softmax_of(teacher, l) && linear_of(student, l),
-                 "attention transfer needs a softmax teacher and a linear-attention student");
+    SEQLAB_CHECK(softmax_of(teacher, l) && converted(student, l),
+                 "attention transfer needs a softmax teacher and a linear or hybrid student");
   std::map<std::string, bool> was;
   const auto named = feature_map_params(teacher, student, was);
   std::vector<torch::Tensor> params;
@@ -177,7 +217,7 @@ DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, co
 
   DistillReport rep;
   const auto held_out = task.sample(cfg.distill_batch, length, mix_seed(cfg.distill_seed, ~0ULL));
-  if (root) rep.before = transfer_losses(teacher, student, held_out.input);
+  if (root) rep.before = transfer_losses(teacher, student, held_out.input, cfg.transfer);
   AdamWOptions aopt;
   aopt.weight_decay = 0;
   AdamW opt(named, aopt);
@@ -195,7 +235,7 @@ DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, co
       share = static_cast<double>(hi - lo) / static_cast<double>(cfg.distill_batch);
     }
     opt.zero_grad();
-    double loss = transfer_step_gradients(teacher, student, tokens, share);
+    double loss = transfer_step_gradients(teacher, student, tokens, share, cfg.transfer);
     if (dp) {
       std::vector<torch::Tensor> grads;
       for (auto& p : params)
@@ -210,7 +250,7 @@ DistillReport distill_attention(SeqModelImpl& teacher, SeqModelImpl& student, co
   if (bar) bar->finish();
   rep.step_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-  if (root) rep.after = transfer_losses(teacher, student, held_out.input);
+  if (root) rep.after = transfer_losses(teacher, student, held_out.input, cfg.transfer);
   rep.steps = cfg.distill_steps;
   for (auto& p : student.named_parameters()) p.value().set_requires_grad(was[p.key()]);
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -15,6 +15,15 @@
 // the teacher's own hidden states: per layer, the cross-entropy between the rows,
 //   L_l = mean over batch, heads, queries t of  -sum_{j<=t} A_tj log Ahat_tj,
 // summed over layers (layers are independent given the teacher's states).
+//
+// --to hybrid (LoLCATs, Zhang et al. 2024; Liger, Lan et al. 2025) keeps exact softmax over the
+// last W tokens and puts linear attention (any non-exponential map) under it for older tokens,
+// with an optional fixed or key-derived decay (mixers/hybrid_attention.h). Its new parameters are
+// the feature maps, a mixing factor per head (window_factor, sigmoid 1/2 at start) and, with
+// --gate key, a gate bias per head. --transfer output replaces the weight cross-entropy by
+// LoLCATs' stage-1 objective: per layer, the mean squared error between the teacher's and the
+// student's mixer outputs (after o) on the teacher's hidden states,
+//   L_l = mean over batch, time, channels of (y_student - y_teacher)^2.
 #pragma once
 
 #include "seqlab/core/fields.h"
@@ -29,7 +38,12 @@ namespace seqlab {
 class DataParallel;
 
 struct ConvertConfig {
-  std::string to;             // feature map: t2r | hedgehog | elu1 | relu | rfa | performer
+  std::string to;             // feature map (t2r | hedgehog | elu1 | relu | rfa | performer) or hybrid
+  std::string feature_map;    // --to hybrid: its feature map
+  int64_t window = 0;         // --to hybrid: softmax window W (0 = gated linear attention)
+  double decay = 1;           // --to hybrid: fixed decay per token, in (0, 1]
+  std::string gate;           // --to hybrid: none | key
+  std::string transfer;       // attention transfer objective: weights | output
   int64_t d_feature = 0;      // F per head (0 = d_head)
   uint64_t init_seed = 0;     // seed of the new feature-map parameters
   int64_t distill_steps = 0;  // attention-transfer steps (0 = none)
@@ -41,12 +55,23 @@ struct ConvertConfig {
   template <class V>
   void visit(V&& v) {
     v(to, "to", std::string("t2r"),
-      "feature map of the converted model: t2r|hedgehog|elu1 (elu)|relu|rfa|performer");
+      "the converted attention: a feature map t2r|hedgehog|elu1 (elu)|relu|rfa|performer "
+      "(linear attention), or hybrid (softmax over the last --window tokens + gated linear "
+      "attention with --feature-map, LoLCATs / Liger)");
+    v(feature_map, "feature-map", std::string("hedgehog"), "--to hybrid: the feature map");
+    v(window, "window", int64_t{64},
+      "--to hybrid: exact softmax over the last W tokens (0 = none: gated linear attention)");
+    v(decay, "decay", 1.0, "--to hybrid: decay of the linear state per token, in (0, 1]");
+    v(gate, "gate", std::string("none"),
+      "--to hybrid: none | key (a data-dependent decay per head from the key projection)");
+    v(transfer, "transfer", std::string("weights"),
+      "attention-transfer objective: weights (Hedgehog: cross-entropy of the attention weights) "
+      "| output (LoLCATs stage 1: MSE of each layer's attention output)");
     v(d_feature, "d-feature", int64_t{0}, "feature-map width per head (0 = d_head)");
     v(init_seed, "init-seed", uint64_t{1}, "seed of the new feature-map parameters");
     v(distill_steps, "distill-steps", int64_t{0},
-      "Hedgehog attention transfer: steps of training only the feature maps to match the "
-      "teacher's attention weights (0 = none)");
+      "attention transfer: steps of training only the new parameters (feature maps, window "
+      "factors, gate biases) to match the teacher's attention (--transfer; 0 = none)");
     v(distill_lr, "distill-lr", 1e-2, "attention-transfer learning rate");
     v(distill_batch, "distill-batch", int64_t{8}, "attention-transfer sequences per step");
     v(distill_len, "distill-len", int64_t{0},
@@ -62,9 +87,16 @@ struct ConvertConfig {
 // when the teacher is not a causal softmax-attention model.
 SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg);
 
-// The per-layer transfer losses L_l of a student against its teacher on one batch of tokens.
+// The per-layer transfer losses L_l of a student against its teacher on one batch of tokens, for
+// the objective `transfer` (weights: row cross-entropy of the attention weights; output: mean
+// squared error of the mixer outputs, o included).
 std::vector<double> transfer_losses(SeqModelImpl& teacher, SeqModelImpl& student,
-                                    const torch::Tensor& tokens);
+                                    const torch::Tensor& tokens,
+                                    const std::string& transfer = "weights");
+
+// Whether a student parameter is new in conversion (not the teacher's): the feature maps, the
+// hybrid's window factors and gate biases. Attention transfer trains exactly these.
+bool is_conversion_param(const std::string& name);
 
 struct DistillReport {
   std::vector<double> before, after;  // per layer, on a fixed held-out batch

@@ -12,7 +12,8 @@ namespace seqlab {
 SEQLAB_REGISTER_ARCH(LinearAttentionImpl,
                      {"linear attention phi(q).S / (phi(q).z + eps); --feature-map picks phi",
                       20,
-                      {/*attention=*/true, /*feature_map=*/true, /*kv_cache=*/false},
+                      {/*attention=*/true, /*feature_map=*/true, /*kv_cache=*/false, /*windowed=*/false,
+                       /*projections=*/true},
                       {/*matrices=*/4, [](const MixerConfig& c, int64_t T) {
                          return 3.0 * static_cast<double>(std::min<int64_t>(T, c.chunk_size));
                        }}});

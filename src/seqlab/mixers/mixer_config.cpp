@@ -46,13 +46,13 @@ void MixerConfig::validate() {
                n_head);
   SEQLAB_CHECK(n_kv_head >= 0 && kv_heads() <= n_head && n_head % kv_heads() == 0,
                "n_kv_head ({}) must divide n_head ({}) (0 = n_head)", n_kv_head, n_head);
-  SEQLAB_CHECK(kv_heads() == n_head || entry->traits.attention,
+  SEQLAB_CHECK(kv_heads() == n_head || entry->traits.projections,
                "--n-kv-head (grouped-query attention) needs {}, not '{}'",
-               attention_arch_names("or"), arch);
-  SEQLAB_CHECK(!rope || entry->traits.attention, "--rope needs {}, not '{}'",
-               attention_arch_names("or"), arch);
-  SEQLAB_CHECK((qkv_bias && o_bias) || entry->traits.attention,
-               "--qkv-bias/--o-bias false need {}, not '{}'", attention_arch_names("or"), arch);
+               projection_arch_names("or"), arch);
+  SEQLAB_CHECK(!rope || entry->traits.projections, "--rope needs {}, not '{}'",
+               projection_arch_names("or"), arch);
+  SEQLAB_CHECK((qkv_bias && o_bias) || entry->traits.projections,
+               "--qkv-bias/--o-bias false need {}, not '{}'", projection_arch_names("or"), arch);
   if (rope) {
     SEQLAB_CHECK(rope_theta > 0, "rope_theta must be positive, got {}", rope_theta);
     SEQLAB_CHECK(rope_fraction > 0 && rope_fraction <= 1, "rope_fraction must be in (0, 1], got {}",
@@ -61,6 +61,13 @@ void MixerConfig::validate() {
                  "rope_fraction {} of d_head {} rotates {} dims; RoPE needs at least 2",
                  rope_fraction, d_head(), rope_dims());
   }
+  SEQLAB_CHECK(window >= 0, "--window must be >= 0 (0 = no softmax window), got {}", window);
+  SEQLAB_CHECK(window <= max_len, "--window {} is larger than the context --max-context {}",
+               window, max_len);
+  SEQLAB_CHECK(decay > 0 && decay <= 1, "--decay must be in (0, 1], got {}", decay);
+  SEQLAB_CHECK(gate == "none" || gate == "key", "--gate must be none or key, got '{}'", gate);
+  SEQLAB_CHECK(entry->traits.windowed || (window == 0 && decay == 1 && gate == "none"),
+               "--window, --decay and --gate belong to the hybrid attention, not '{}'", arch);
   SEQLAB_CHECK(mae_gate == "prefix" || mae_gate == "token",
                "--mae-gate must be prefix or token, got '{}'", mae_gate);
   SEQLAB_CHECK(mae_gate_hidden >= 0, "--mae-gate-hidden must be >= 0 (0 = d_model), got {}",

@@ -41,6 +41,9 @@ struct MixerConfig {
   double rope_fraction = 0;     // fraction of each head's dims that rotate (NeoX rotary_pct)
   bool qkv_bias = true;         // attention: q, k, v projections have biases
   bool o_bias = true;           // attention: the output projection has a bias
+  int64_t window = 0;           // hybrid: exact-softmax window W (0 = none: gated linear attn)
+  double decay = 1.0;           // hybrid: fixed per-step decay of the linear state, in (0, 1]
+  std::string gate;             // hybrid: none | key (data-dependent decay from the key proj.)
 
   template <class V>
   void visit(V&& v) {
@@ -75,6 +78,11 @@ struct MixerConfig {
       "fraction of each head's dims that rotate (GPT-NeoX rotary_pct); the rest pass through");
     v(qkv_bias, "qkv-bias", true, "attention q, k, v projections have biases");
     v(o_bias, "o-bias", true, "attention output projection has a bias");
+    v(window, "window", int64_t{0},
+      "hybrid: exact softmax over the last W tokens, linear attention for older ones (0 = none)");
+    v(decay, "decay", 1.0, "hybrid: decay of the linear-attention state per token, in (0, 1]");
+    v(gate, "gate", std::string("none"),
+      "hybrid: none | key (a data-dependent decay per head, computed from the key projection)");
   }
 
   MixerConfig() { visit(DefaultsVisitor{}); }

@@ -53,14 +53,24 @@ std::string arch_names() {
   return registry().names();
 }
 
-std::string attention_arch_names(const char* conj) {
+namespace {
+std::string names_with(bool ArchTraits::*trait, const char* conj, const char* tail) {
   std::vector<std::string> names;
   for (const auto& e : registry().entries())
-    if (e.traits.attention) names.push_back(e.name);
+    if (e.traits.*trait) names.push_back(e.name);
   std::string out;
   for (size_t i = 0; i < names.size(); ++i)
     out += (i == 0 ? "" : i + 1 == names.size() ? fmt::format(" {} ", conj) : ", ") + names[i];
-  return out + " attention";
+  return out + tail;
+}
+}  // namespace
+
+std::string attention_arch_names(const char* conj) {
+  return names_with(&ArchTraits::attention, conj, " attention");
+}
+
+std::string projection_arch_names(const char* conj) {
+  return names_with(&ArchTraits::projections, conj, " attention");
 }
 
 const char* arch_flag_help() {

@@ -44,6 +44,13 @@ struct ArchTraits {
   bool feature_map = false;
   // Its state grows with the context (a KV cache of max_len positions) instead of staying fixed.
   bool kv_cache = false;
+  // Takes --window, --decay and --gate (the hybrid of sliding-window softmax and gated linear
+  // attention).
+  bool windowed = false;
+  // Projects q, k, v, o from the residual stream: takes --n-kv-head, --rope and --qkv-bias /
+  // --o-bias, and a converted teacher's projections load into it (every attention mixer, and the
+  // causal-only hybrid).
+  bool projections = false;
 };
 
 // The figures train/memory_estimate.cpp needs.
@@ -88,6 +95,8 @@ std::string arch_names();
 // "softmax and linear attention" (conj = "and") or "softmax or linear attention": the
 // architectures with traits.attention, for messages.
 std::string attention_arch_names(const char* conj);
+// The same for traits.projections ("softmax, linear or hybrid").
+std::string projection_arch_names(const char* conj);
 // "softmax", "gru", or for mixers that take a feature map "linear (t2r)".
 std::string arch_label(const MixerConfig& cfg);
 // The short name suites and reports use: the feature map's name ("t2r") for mixers that take one,

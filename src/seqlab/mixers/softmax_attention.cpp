@@ -11,7 +11,8 @@ namespace seqlab {
 SEQLAB_REGISTER_ARCH(SoftmaxAttentionImpl,
                      {"multi-head softmax attention with a KV cache",
                       10,
-                      {/*attention=*/true, /*feature_map=*/false, /*kv_cache=*/true},
+                      {/*attention=*/true, /*feature_map=*/false, /*kv_cache=*/true, /*windowed=*/false,
+                       /*projections=*/true},
                       {/*matrices=*/4, [](const MixerConfig&, int64_t T) {
                          return 3.0 * static_cast<double>(T);
                        }}});

@@ -78,8 +78,28 @@ EvalBudget eval_budget(const ModelConfig& model, const TrainConfig& train, int64
   return b;
 }
 
+void StartFrom::validate() const {
+  SEQLAB_CHECK(std::isfinite(kl_weight) && kl_weight >= 0,
+               "--kl-weight must be >= 0 (0 = no distillation), got {}", kl_weight);
+  SEQLAB_CHECK(std::isfinite(kl_temperature) && kl_temperature > 0,
+               "--kl-temperature must be positive, got {}", kl_temperature);
+  SEQLAB_CHECK(kl_weight == 0 || !teacher.empty(),
+               "--kl-weight {} is a KL weight without a teacher: pass --teacher DIR, the model "
+               "whose next-token distributions the student is to match",
+               kl_weight);
+  SEQLAB_CHECK(teacher.empty() || kl_weight > 0,
+               "--teacher {} would be unused with --kl-weight 0: give the KL term a positive "
+               "weight (e.g. --kl-weight 1) or drop --teacher",
+               teacher);
+  SEQLAB_CHECK(kl_temperature == 1 || kl_weight > 0,
+               "--kl-temperature {} would be unused without --teacher and --kl-weight",
+               kl_temperature);
+}
+
 nlohmann::json StartFrom::to_json() const {
-  return {{"init", init}, {"adapter", adapter.to_json()}, {"merge", merge}};
+  nlohmann::json j = {{"init", init}, {"adapter", adapter.to_json()}, {"merge", merge}};
+  const_cast<StartFrom*>(this)->visit_distill(ToJsonVisitor{j});
+  return j;
 }
 
 StartFrom StartFrom::from_json(const nlohmann::json& j, const std::string& source) {
@@ -90,6 +110,9 @@ StartFrom StartFrom::from_json(const nlohmann::json& j, const std::string& sourc
   s.init = j["init"].get<std::string>();
   s.adapter = AdapterConfig::from_json(j["adapter"], source);
   s.merge = j["merge"].get<bool>();
+  // The distillation fields: absent from a section written before they existed (defaults: off).
+  FromJsonVisitor v{j, source, {}};
+  s.visit_distill(v);
   return s;
 }
 

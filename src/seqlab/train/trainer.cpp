@@ -8,6 +8,7 @@
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/checkpoint.h"
+#include "seqlab/train/distill_loss.h"
 #include "seqlab/train/distributed.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
@@ -34,8 +35,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // The training loss: a model with early exits trains every exit, on the sum of their losses
-// (Schwartz et al. 2020); padding is left out of the pooling.
-torch::Tensor training_loss(SeqModelImpl& model, const Batch& b) {
+// (Schwartz et al. 2020); padding is left out of the pooling. With distillation (lm heads only)
+// it is CE + w * KL term (train/distill_loss.h), and *kl is set to the KL term.
+torch::Tensor training_loss(SeqModelImpl& model, const Batch& b, DistillLoss* distill,
+                            torch::Tensor* kl) {
+  if (distill) {
+    auto logits = model.forward(b.input, b.valid);  // [B,T,V]
+    *kl = distill->term(logits, b);
+    return task_loss(logits, b) + distill->weight() * *kl;
+  }
   if (model.exits) {
     torch::Tensor sum;
     for (const auto& l : model.exit_logits(b.input, b.valid)) {
@@ -49,10 +57,10 @@ torch::Tensor training_loss(SeqModelImpl& model, const Batch& b) {
 
 // The configs a run trains with: the command line's, or on --resume the ones saved in `out`;
 // then validated and resolved (defaults that depend on the task, the seed, the machine).
-// Everything is checked before the first byte is written.
-void resolve_run_configs(const std::string& out, bool resume, bool resuming, int64_t steps_override,
-                         ModelConfig& model_cfg, TaskConfig& task_cfg, TrainConfig& train_cfg,
-                         StartFrom& start) {
+// Everything is checked before the first byte is written. Returns the task's vocabulary size.
+int64_t resolve_run_configs(const std::string& out, bool resume, bool resuming,
+                            int64_t steps_override, ModelConfig& model_cfg, TaskConfig& task_cfg,
+                            TrainConfig& train_cfg, StartFrom& start) {
   if (fs::exists(fs::path(out) / kConfigFile)) {
     // With --resume, the run continues with the configs it was started with. A run killed before
     // its first checkpoint left its initial model and configs but no train state; it starts
@@ -97,6 +105,8 @@ void resolve_run_configs(const std::string& out, bool resume, bool resuming, int
   start.adapter.validate();
   SEQLAB_CHECK(start.adapter.kind == "none" || !start.init.empty(),
                "adapters need a model to start from (finetune --model DIR)");
+  start.validate();
+  return task->vocab_size();
 }
 
 // One training run, from setup through the loop to its finish: the resolved configs, the model
@@ -116,7 +126,12 @@ struct Run {
   std::vector<torch::Tensor> params;                         // the same, unnamed
   MaeSchedule mae;
   std::unique_ptr<AdamW> opt;
-  std::unique_ptr<Swag> swag;  // SWAG moments of the trainable parameters (train/swag.h)
+  std::unique_ptr<Swag> swag;            // SWAG moments of the trainable parameters (train/swag.h)
+  std::unique_ptr<DistillLoss> distill;  // the teacher, when start.distills()
+  // The KL terms summed over the log window, and their count: the loop state of a checkpoint
+  // does not hold them, so a window that a resume cut leaves "kl" out of its line.
+  double window_kl = 0;
+  int64_t window_kl_n = 0;
   int64_t swag_every = 10;
   nlohmann::json sections;  // config.json's task, train (and finetune) sections
   std::string metrics_path;
@@ -132,8 +147,11 @@ void setup_configs(Run& r, const std::string& out, bool resume, int64_t steps_ov
   try {
     if (r.root) {
       r.resuming = resume && fs::exists(fs::path(out) / kTrainStateFile);
-      resolve_run_configs(out, resume, r.resuming, steps_override, r.model_cfg, r.task_cfg,
-                          r.train_cfg, r.start);
+      const int64_t vocab = resolve_run_configs(out, resume, r.resuming, steps_override,
+                                                r.model_cfg, r.task_cfg, r.train_cfg, r.start);
+      // The teacher is checked with the configs, before anything is written.
+      if (r.start.distills())
+        r.distill = std::make_unique<DistillLoss>(r.start, r.model_cfg, vocab, r.task_cfg.max_len);
       if (dp) shard_rows(r.train_cfg.batch, 0, dp->world_size());  // --batch >= workers
       // (A resumed run's weights come from its checkpoint.)
       if (!r.start.init.empty() && !r.resuming) {
@@ -172,6 +190,10 @@ void setup_model(Run& r, const std::string& out) {
   DataParallel* dp = r.dp;
   r.task = make_task(task_cfg);
   set_compute_threads(static_cast<int>(train_cfg.threads));
+  // Data parallel: every other rank loads the teacher from the same directory as rank 0.
+  if (r.start.distills() && !r.distill)
+    r.distill =
+        std::make_unique<DistillLoss>(r.start, model_cfg, r.task->vocab_size(), task_cfg.max_len);
 
   // A run that cannot fit is refused before the model is allocated, with the estimate (for every
   // worker this machine runs).
@@ -217,7 +239,7 @@ void setup_model(Run& r, const std::string& out) {
     r.swag = std::make_unique<Swag>(r.named, train_cfg.swag_rank < 0 ? 20 : train_cfg.swag_rank);
 
   r.sections = {{"task", task_cfg.to_json()}, {"train", train_cfg.to_json()}};
-  if (!r.start.init.empty()) r.sections["finetune"] = r.start.to_json();
+  if (!r.start.init.empty() || !r.start.teacher.empty()) r.sections["finetune"] = r.start.to_json();
   r.metrics_path = (fs::path(out) / kMetricsFile).string();
   r.eval = eval_budget(model_cfg, train_cfg, task_cfg.max_len);
   if (r.eval.scaled && r.root)
@@ -257,6 +279,9 @@ void start_run(Run& r, const std::string& out) {
            res.parameters, res.trainable, train_cfg.steps, train_cfg.batch, task_cfg.min_len,
            task_cfg.max_len, train_cfg.threads,
            r.dp ? fmt::format(" per worker, {} data-parallel workers", r.dp->world_size()) : "");
+  if (r.distill)
+    log_info("distilling from {}: loss = CE + {} * {}^2 * KL(teacher || student)", r.start.teacher,
+             r.distill->weight(), r.distill->temperature());
 }
 
 // Step `step`'s training batch, drawn from mix_seed(seed, step) (the data cursor is the step
@@ -334,8 +359,13 @@ nlohmann::json window_line(Run& r, int64_t done, double lr, double gnorm) {
       }
     }
     if (r.swag && r.swag->snapshots() > 0) line["swag_snapshots"] = r.swag->snapshots();
+    if (r.distill && r.window_kl_n == loop.window_n) {  // the mean KL term, before its weight
+      line["kl"] = r.res.last_kl = r.window_kl / static_cast<double>(r.window_kl_n);
+    }
     loop.window_loss = 0;
     loop.window_n = 0;
+    r.window_kl = 0;
+    r.window_kl_n = 0;
   }
   return line;
 }
@@ -397,11 +427,17 @@ void train_loop(Run& r, const std::string& out, int64_t end) {
     if (step == die_at && die_here) std::raise(SIGKILL);
     double share = 1;
     auto batch = training_batch(r, step, &share);
-    auto loss = training_loss(*r.model, batch);
+    torch::Tensor kl;
+    auto loss = training_loss(*r.model, batch, r.distill.get(), &kl);
     if (dp) loss = loss * share;
     if (nan_from >= 0 && step >= nan_from) loss = loss * std::nan("");
     double lv = loss.item<double>();
-    if (dp) lv = dp->allreduce_values({std::isfinite(lv) ? lv : std::nan("")})[0];
+    double kv = kl.defined() ? kl.item<double>() * share : 0;  // summed over ranks: the mean
+    if (dp) {
+      const auto sums = dp->allreduce_values({std::isfinite(lv) ? lv : std::nan(""), kv});
+      lv = sums[0];
+      kv = sums[1];
+    }
     double lr =
         lr_at(step, train_cfg.steps, train_cfg.warmup, train_cfg.lr, train_cfg.min_lr_ratio);
     // (The schedule, not the moments: only rank 0 keeps SWAG moments, every rank switches lr.)
@@ -409,6 +445,10 @@ void train_loop(Run& r, const std::string& out, int64_t end) {
       lr = train_cfg.swag_lr;
     const int64_t done = step + 1;
     const double gnorm = update(r, loss, lv, lr, step);
+    if (r.distill && std::isfinite(lv)) {  // the window of the steps update() counted
+      r.window_kl += kv;
+      r.window_kl_n += 1;
+    }
     if (r.swag && done > train_cfg.swag_start && (done - train_cfg.swag_start) % r.swag_every == 0)
       r.swag->collect(r.named);
     nlohmann::json line = window_line(r, done, lr, gnorm);

@@ -7,6 +7,7 @@
 // uninterrupted one (tests/test_trainer.cpp).
 #pragma once
 
+#include "seqlab/core/fields.h"
 #include "seqlab/model/adapters.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/task.h"
@@ -80,10 +81,36 @@ struct TrainConfig {
 // Where training starts: random initialisation (init empty), or finetuning a model directory,
 // fully (adapter.kind none) or through adapters with every base weight frozen. Saved as the
 // "finetune" section of config.json, so --resume rebuilds the same setup.
+//
+// End-to-end distillation (LoLCATs / Liger-style conversion finetuning): with a teacher and
+// kl_weight > 0 the loss of an lm head is CE + kl_weight * T^2 * KL(p_teacher || p_student),
+// p = softmax(logits / T), averaged over the scored positions (train/distill_loss.h).
 struct StartFrom {
-  std::string init;       // model directory whose weights are loaded ("" = random init)
-  AdapterConfig adapter;  // adapters attached on top (kind none = full finetuning)
-  bool merge = false;     // fold the adapters into the weights of the model written at the end
+  std::string init;           // model directory whose weights are loaded ("" = random init)
+  AdapterConfig adapter;      // adapters attached on top (kind none = full finetuning)
+  bool merge = false;         // fold the adapters into the weights of the model written at the end
+  std::string teacher;        // distillation: the teacher's model directory ("" = none)
+  double kl_weight = 0;       // distillation: w, the weight of the KL term (0 = off)
+  double kl_temperature = 1;  // distillation: T, the softmax temperature of both distributions
+
+  // The distillation fields' single list: defaults, --help, the CLI flags and their JSON keys in
+  // the "finetune" section (a section written before they existed loads with these defaults).
+  template <class V>
+  void visit_distill(V&& v) {
+    v(teacher, "teacher", std::string(),
+      "distil from this model directory: add kl-weight * T^2 * KL(teacher || student) on the "
+      "next-token distributions to the loss (lm heads only; needs --kl-weight > 0)");
+    v(kl_weight, "kl-weight", 0.0,
+      "weight w of the KL-to-teacher term: loss = CE + w * T^2 * KL (0 = off; needs --teacher)");
+    v(kl_temperature, "kl-temperature", 1.0,
+      "softmax temperature T of the teacher's and the student's distributions in the KL term "
+      "(the term is multiplied by T^2, as in Hinton et al. 2015, so its gradient keeps its scale)");
+  }
+  StartFrom() { visit_distill(DefaultsVisitor{}); }
+  bool distills() const { return kl_weight > 0; }
+  // The distillation fields' consistency (each a seqlab::Error naming the flags); the teacher
+  // itself is checked when it is loaded (DistillLoss).
+  void validate() const;
   nlohmann::json to_json() const;
   static StartFrom from_json(const nlohmann::json& j, const std::string& source);
 };
@@ -113,6 +140,7 @@ struct TrainOutcome {
   // (loop_seconds - eval_seconds) / (steps - start_step) is the time of one training step.
   double loop_seconds = 0, eval_seconds = 0;
   int64_t parameters = 0, trainable = 0;  // all parameters / those the optimizer updates
+  double last_kl = 0;  // distillation: mean KL term (T^2 KL, before the weight) of the last window
 };
 
 // The seed of the run that trained a model directory (its "train" section; errors name `dir`), 0
