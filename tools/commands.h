@@ -56,6 +56,7 @@ void add_embed_commands(CLI::App& app, Actions& actions);      // cmd_embed.cpp
 void add_pretrain_commands(CLI::App& app, Actions& actions);   // cmd_objectives.cpp
 void add_list_commands(CLI::App& app, Actions& actions);       // cmd_list.cpp: archs, tasks
 void add_serve_commands(CLI::App& app, Actions& actions);      // cmd_serve.cpp
+void add_pack_commands(CLI::App& app, Actions& actions);       // cmd_pack.cpp
 // cmd_train.cpp. It needs the command line itself (argv[1..]): --nproc relaunches it for the
 // workers.
 void add_train_commands(CLI::App& app, Actions& actions,

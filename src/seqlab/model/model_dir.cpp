@@ -34,7 +34,8 @@ void load_model_tensors(torch::nn::Module& m, const std::map<std::string, torch:
   }
 }
 
-void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann::json& sections) {
+void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann::json& sections,
+                    torch::ScalarType weights_dtype) {
   ensure_dir(dir);
   nlohmann::json j;
   j["format"] = "seqlab-model";
@@ -46,7 +47,11 @@ void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann:
   j.erase("adapters");
   if (model.adapters) j["adapters"] = model.adapters->config().to_json();
   // Weights first, config last: a directory whose config.json exists has its weights too.
-  save_safetensors((fs::path(dir) / kWeightsFile).string(), model_tensors(model),
+  auto tensors = model_tensors(model);
+  if (weights_dtype != torch::kFloat)
+    for (auto& [name, t] : tensors)
+      if (t.is_floating_point()) t = t.detach().to(weights_dtype);
+  save_safetensors((fs::path(dir) / kWeightsFile).string(), tensors,
                    {{"format", "pt"}, {"seqlab_version", SEQLAB_VERSION}});
   write_file_atomic((fs::path(dir) / kConfigFile).string(), j.dump(2) + "\n");
 }

@@ -40,8 +40,11 @@ struct LoadedModel {
 };
 
 // Writes config.json (model config + sections) and model.safetensors into dir (created if needed).
+// weights_dtype: how floating-point tensors are stored (F32, or BF16 / F16 to halve the file;
+// load_model_dir reads any of them into the model's fp32 parameters).
 void save_model_dir(const std::string& dir, SeqModelImpl& model,
-                    const nlohmann::json& sections = nlohmann::json::object());
+                    const nlohmann::json& sections = nlohmann::json::object(),
+                    torch::ScalarType weights_dtype = torch::kFloat);
 
 // Reads config.json only.
 nlohmann::json read_config_json(const std::string& dir);

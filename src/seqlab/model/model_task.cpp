@@ -13,6 +13,9 @@ std::optional<TaskConfig> model_task(const LoadedModel& m, const std::string& di
   // that directory now is.
   if (task.tokenizer == "hf")
     task.tokenizer = "hf:" + std::filesystem::absolute(dir).lexically_normal().string();
+  // "bpe": the vocab.json + merges.txt that `seqlab pack` copied into the directory itself.
+  if (task.tokenizer == "bpe")
+    task.tokenizer = "bpe:" + std::filesystem::absolute(dir).lexically_normal().string();
   return task;
 }
 
