@@ -11,6 +11,7 @@
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
 #include "seqlab/train/evaluate_lm.h"
+#include "seqlab/train/evaluate_positions.h"
 #include "seqlab/train/trainer.h"
 
 #include <fmt/format.h>
@@ -30,6 +31,8 @@ struct EvalArgs {
   bool json = false;
   std::string split = "valid";  // lm models: the corpus split to measure
   int64_t max_tokens = 0;       // lm models: score only the split's first N tokens (0 = all)
+  int64_t context = 0;          // lm models: window length (0 = the training length)
+  int64_t by_position = 0;      // lm models: perplexity per bucket of this many positions
   std::string exit_thresholds;  // classifiers: early-exit curve at these thresholds
   int64_t swag_samples = 0;     // classifiers: SWAG Bayesian model average of N samples
   double swag_scale = 0.5;
@@ -58,11 +61,39 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
 
 // A language model is measured by perplexity on held-out text, in windows of its training
 // length, rather than on synthetic lengths.
+// --by-position: perplexity per bucket of positions within windows of `context` tokens.
+void eval_lm_positions(const EvalArgs& a, LoadedModel& lm, const LmTask& task, Split split,
+                       int64_t context) {
+  const auto rows = evaluate_lm_positions(*lm.model, task, split, context, a.by_position,
+                                          a.batch, a.max_tokens);
+  if (a.json) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& r : rows)
+      j.push_back({{"lo", r.lo}, {"hi", r.hi}, {"tokens", r.tokens}, {"nll", r.nll},
+                   {"ppl", r.ppl}});
+    std::cout << nlohmann::json{{"split", a.split}, {"context", context}, {"by_position", j}}.dump()
+              << "\n";
+    return;
+  }
+  fmt::print("{} perplexity by position, windows of {} tokens ({} predictions per position)\n",
+             a.split, context, rows.front().tokens / (rows.front().hi - rows.front().lo));
+  fmt::print("{:>14} {:>10} {:>10}\n", "positions", "nll", "ppl");
+  for (const auto& r : rows)
+    fmt::print("{:>14} {:>10.4f} {:>10.3f}\n", fmt::format("{}-{}", r.lo, r.hi - 1), r.nll, r.ppl);
+}
+
 void eval_lm(const EvalArgs& a, LoadedModel& lm, const TaskConfig& tc, const LmTask& task) {
   const auto& mc = lm.config;
   const Split split = parse_split(a.split);
   SEQLAB_CHECK(a.max_tokens >= 0, "--max-tokens must be >= 0, got {}", a.max_tokens);
-  auto r = evaluate_lm(*lm.model, task, split, tc.max_len, a.batch, a.max_tokens);
+  SEQLAB_CHECK(a.context >= 0, "--context must be >= 0, got {}", a.context);
+  SEQLAB_CHECK(a.by_position >= 0, "--by-position must be >= 0, got {}", a.by_position);
+  const int64_t context = a.context > 0 ? a.context : tc.max_len;
+  SEQLAB_CHECK(context <= mc.mixer.max_len || !lm.model->uses_learned_positions(),
+               "--context {} is longer than the model's {} learned positions", context,
+               mc.mixer.max_len);
+  if (a.by_position > 0) return eval_lm_positions(a, lm, task, split, context);
+  auto r = evaluate_lm(*lm.model, task, split, context, a.batch, a.max_tokens);
   if (a.json) {
     std::cout << nlohmann::json{{"task", tc.task}, {"arch", mc.mixer.arch}, {"split", a.split},
                                 {"ppl", r.ppl},    {"nll", r.nll},          {"tokens", r.tokens}}
@@ -198,6 +229,14 @@ void add_eval_commands(CLI::App& app, Actions& actions) {
       ->capture_default_str();
   eval->add_option("--max-tokens", ea->max_tokens,
                    "lm models: score the split's first N tokens only (0 = all)")
+      ->capture_default_str();
+  eval->add_option("--context", ea->context,
+                   "lm models: window length in tokens (0 = the training length); longer "
+                   "windows measure length extrapolation")
+      ->capture_default_str();
+  eval->add_option("--by-position", ea->by_position,
+                   "lm models: perplexity per bucket of N positions within each window (whole "
+                   "windows only), e.g. --context 1024 --by-position 128")
       ->capture_default_str();
   ea->common.add(eval);
   actions.push_back({eval, [ea] { return run_eval(*ea); }});
