@@ -38,7 +38,7 @@ namespace seqlab {
 class DataParallel;
 
 struct ConvertConfig {
-  std::string to;             // feature map (t2r | hedgehog | elu1 | relu | rfa | performer) or hybrid
+  std::string to;  // feature map (t2r | hedgehog | elu1 | relu | rfa | performer) or hybrid
   std::string feature_map;    // --to hybrid: its feature map
   int64_t window = 0;         // --to hybrid: softmax window W (0 = gated linear attention)
   double decay = 1;           // --to hybrid: fixed decay per token, in (0, 1]

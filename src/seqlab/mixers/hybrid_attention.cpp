@@ -39,7 +39,8 @@ HybridAttentionImpl::HybridAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg
   SEQLAB_CHECK(!feature_map->exponential(),
                "hybrid attention needs a feature map without running offsets, not '{}'",
                cfg.feature_map);
-  if (cfg.window > 0) window_factor = register_parameter("window_factor", torch::zeros({cfg.n_head}));
+  if (cfg.window > 0)
+    window_factor = register_parameter("window_factor", torch::zeros({cfg.n_head}));
   if (cfg.gate == "key")
     gate_bias = register_parameter("gate_bias", torch::full({cfg.n_head}, kGateBiasInit));
 }
@@ -75,11 +76,11 @@ HybridAttentionImpl::Inputs HybridAttentionImpl::prepare(const torch::Tensor& x,
   auto k_raw = heads(k(x), G);  // [B,G,T,Dh]
   auto qh = apply_rope(cfg_, heads(q(x), H), p0);
   Inputs in;
-  in.kg = apply_rope(cfg_, k_raw, p0).to(torch::kFloat);  // [B,G,T,Dh]
-  in.vg = heads(v(x), G).to(torch::kFloat);                // [B,G,T,Dh]
-  in.q = qh.to(torch::kFloat);                             // [B,H,T,Dh]
-  in.k = repeat_kv(in.kg, H / G);                          // [B,H,T,Dh]
-  in.v = repeat_kv(in.vg, H / G);                          // [B,H,T,Dh]
+  in.kg = apply_rope(cfg_, k_raw, p0).to(torch::kFloat);     // [B,G,T,Dh]
+  in.vg = heads(v(x), G).to(torch::kFloat);                  // [B,G,T,Dh]
+  in.q = qh.to(torch::kFloat);                               // [B,H,T,Dh]
+  in.k = repeat_kv(in.kg, H / G);                            // [B,H,T,Dh]
+  in.v = repeat_kv(in.vg, H / G);                            // [B,H,T,Dh]
   in.fq = feature_map->forward(qh, true).to(torch::kFloat);  // [B,H,T,F]
   in.fk = phi_keys(in.kg);                                   // [B,H,T,F]
   in.g = log_decay(k_raw);                                   // [B,H,T]
@@ -88,26 +89,26 @@ HybridAttentionImpl::Inputs HybridAttentionImpl::prepare(const torch::Tensor& x,
 
 torch::Tensor HybridAttentionImpl::weights(const Inputs& in) {
   const int64_t T = in.q.size(2), W = cfg_.window;
-  auto diff = offsets(0, T, 0, T, in.q.device());                      // [T,T] t - j
-  auto b = in.g.cumsum(-1);                                            // [B,H,T]
+  auto diff = offsets(0, T, 0, T, in.q.device());                             // [T,T] t - j
+  auto b = in.g.cumsum(-1);                                                   // [B,H,T]
   auto e = (b.unsqueeze(-1) - b.unsqueeze(-2)).masked_fill(diff < W, -kInf);  // [B,H,T,T]
   auto lin = torch::matmul(in.fq, in.fk.transpose(-1, -2)) * torch::exp(e);   // [B,H,T,T]
   if (W == 0) return lin;
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_head()));
-  auto s = torch::matmul(in.q, in.k.transpose(-1, -2)) * scale;      // [B,H,T,T]
-  s = s.masked_fill((diff < 0).logical_or(diff >= W), -kInf);        // window only
-  auto sm = torch::exp(s - s.amax(-1, true));                        // [B,H,T,T]
-  auto f = factor();                                                 // [H,1,1]
-  return f * sm + (1 - f) * lin;                                     // [B,H,T,T]
+  auto s = torch::matmul(in.q, in.k.transpose(-1, -2)) * scale;  // [B,H,T,T]
+  s = s.masked_fill((diff < 0).logical_or(diff >= W), -kInf);    // window only
+  auto sm = torch::exp(s - s.amax(-1, true));                    // [B,H,T,T]
+  auto f = factor();                                             // [H,1,1]
+  return f * sm + (1 - f) * lin;                                 // [B,H,T,T]
 }
 
 torch::Tensor HybridAttentionImpl::quadratic(const Inputs& in) {
-  auto a = weights(in);                                               // [B,H,T,T]
-  return torch::matmul(a, in.v) / (a.sum(-1, true) + kEps);           // [B,H,T,Dh]
+  auto a = weights(in);                                      // [B,H,T,T]
+  return torch::matmul(a, in.v) / (a.sum(-1, true) + kEps);  // [B,H,T,Dh]
 }
 
 torch::Tensor HybridAttentionImpl::attention_weights(const torch::Tensor& x) {
-  auto a = weights(prepare(x));       // [B,H,T,T]
+  auto a = weights(prepare(x));         // [B,H,T,T]
   return a / (a.sum(-1, true) + kEps);  // [B,H,T,T]
 }
 
@@ -126,35 +127,35 @@ torch::Tensor HybridAttentionImpl::chunked(const Inputs& in) {
     const int64_t n = std::min(C, T - c0), m = c0 + n - bs;
     // The band's own cumulative log decay, b_i - b_{bs-1} for i in [bs, c0+n): bounded by the
     // band's length whatever T is, so long sequences keep fp32 precision.
-    auto bl = in.g.narrow(2, bs, m).cumsum(-1);                            // [B,H,m]
-    auto bq = bl.narrow(2, c0 - bs, n);                                     // [B,H,n]
-    auto diff = offsets(c0, n, bs, m, in.q.device());                      // [n,m]
-    auto fqc = in.fq.narrow(2, c0, n);                                      // [B,H,n,F]
+    auto bl = in.g.narrow(2, bs, m).cumsum(-1);                                   // [B,H,m]
+    auto bq = bl.narrow(2, c0 - bs, n);                                           // [B,H,n]
+    auto diff = offsets(c0, n, bs, m, in.q.device());                             // [n,m]
+    auto fqc = in.fq.narrow(2, c0, n);                                            // [B,H,n,F]
     auto e = (bq.unsqueeze(-1) - bl.unsqueeze(-2)).masked_fill(diff < W, -kInf);  // [B,H,n,m]
     auto a = torch::matmul(fqc, in.fk.narrow(2, bs, m).transpose(-1, -2)) * torch::exp(e);
-    auto carry = torch::exp(bq);                                            // [B,H,n]
-    auto inter_num = torch::matmul(fqc, S) * carry.unsqueeze(-1);           // [B,H,n,Dh]
+    auto carry = torch::exp(bq);                                               // [B,H,n]
+    auto inter_num = torch::matmul(fqc, S) * carry.unsqueeze(-1);              // [B,H,n,Dh]
     auto inter_den = torch::matmul(fqc, z.unsqueeze(-1)).squeeze(-1) * carry;  // [B,H,n]
     if (W > 0) {
       auto s = torch::matmul(in.q.narrow(2, c0, n), in.k.narrow(2, bs, m).transpose(-1, -2)) *
-               scale;                                                      // [B,H,n,m]
+               scale;  // [B,H,n,m]
       s = s.masked_fill((diff < 0).logical_or(diff >= W), -kInf);
-      auto sm = torch::exp(s - s.amax(-1, true));                         // [B,H,n,m]
+      auto sm = torch::exp(s - s.amax(-1, true));  // [B,H,n,m]
       a = f * sm + (1 - f) * a;
       inter_num = inter_num * (1 - f);
       inter_den = inter_den * (1 - f).squeeze(-1);
     }
-    auto num = torch::matmul(a, in.v.narrow(2, bs, m)) + inter_num;       // [B,H,n,Dh]
-    auto den = a.sum(-1) + inter_den;                                      // [B,H,n]
+    auto num = torch::matmul(a, in.v.narrow(2, bs, m)) + inter_num;  // [B,H,n,Dh]
+    auto den = a.sum(-1) + inter_den;                                // [B,H,n]
     ys.push_back(num / (den + kEps).unsqueeze(-1));
     // The next band starts C before the next chunk: fold keys [bs, nbs) into the state.
     const int64_t nbs = std::max<int64_t>(0, c0 + n - C);
     if (nbs > bs && c0 + n < T) {
       const int64_t k = nbs - bs;
-      auto b_end = bl.select(2, k - 1);                                      // [B,H]
-      auto w = torch::exp(b_end.unsqueeze(-1) - bl.narrow(2, 0, k));         // [B,H,k]
-      auto kw = in.fk.narrow(2, bs, k) * w.unsqueeze(-1);                    // [B,H,k,F]
-      auto dec = torch::exp(b_end);                                          // [B,H]
+      auto b_end = bl.select(2, k - 1);                               // [B,H]
+      auto w = torch::exp(b_end.unsqueeze(-1) - bl.narrow(2, 0, k));  // [B,H,k]
+      auto kw = in.fk.narrow(2, bs, k) * w.unsqueeze(-1);             // [B,H,k,F]
+      auto dec = torch::exp(b_end);                                   // [B,H]
       S = S * dec.unsqueeze(-1).unsqueeze(-1) +
           torch::matmul(kw.transpose(-1, -2), in.v.narrow(2, bs, k));
       z = z * dec.unsqueeze(-1) + kw.sum(2);
@@ -167,17 +168,17 @@ torch::Tensor HybridAttentionImpl::chunked(const Inputs& in) {
 torch::Tensor HybridAttentionImpl::recur(const Inputs& in, int64_t t, int64_t p,
                                          HybridAttentionState& s) {
   const int64_t W = cfg_.window, rep = cfg_.n_head / cfg_.kv_heads();
-  auto gt = in.g.select(2, t);                 // [B,H]
-  auto decay = torch::exp(gt);                 // [B,H]
+  auto gt = in.g.select(2, t);  // [B,H]
+  auto decay = torch::exp(gt);  // [B,H]
   s.S = s.S * decay.unsqueeze(-1).unsqueeze(-1);
   s.z = s.z * decay.unsqueeze(-1);
-  auto fqt = in.fq.select(2, t);               // [B,H,F]
+  auto fqt = in.fq.select(2, t);  // [B,H,F]
   if (W == 0) {
-    auto fkt = in.fk.select(2, t);             // [B,H,F]
+    auto fkt = in.fk.select(2, t);  // [B,H,F]
     s.S = s.S + fkt.unsqueeze(-1) * in.v.select(2, t).unsqueeze(-2);
     s.z = s.z + fkt;
     auto num = torch::matmul(fqt.unsqueeze(-2), s.S).squeeze(-2);  // [B,H,Dh]
-    auto den = (fqt * s.z).sum(-1);                                 // [B,H]
+    auto den = (fqt * s.z).sum(-1);                                // [B,H]
     return num / (den + kEps).unsqueeze(-1);
   }
   const int64_t slot = p % W;
@@ -192,22 +193,22 @@ torch::Tensor HybridAttentionImpl::recur(const Inputs& in, int64_t t, int64_t p,
   s.gates.select(2, slot).copy_(gt);
   if (p >= W) {
     // Into S, decayed by g over tokens p-W+1 .. p: the slots' decays after writing p.
-    auto since = s.gates.sum(-1);                                        // [B,H]
+    auto since = s.gates.sum(-1);                                            // [B,H]
     auto fk = phi_keys(k_old).squeeze(2) * torch::exp(since).unsqueeze(-1);  // [B,H,F]
     s.S = s.S + fk.unsqueeze(-1) * repeat_kv(v_old, rep).squeeze(2).unsqueeze(-2);
     s.z = s.z + fk;
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(cfg_.d_head()));
-  auto keys = repeat_kv(s.keys, rep), vals = repeat_kv(s.vals, rep);     // [B,H,W,Dh]
+  auto keys = repeat_kv(s.keys, rep), vals = repeat_kv(s.vals, rep);                   // [B,H,W,Dh]
   auto sc = torch::matmul(keys, in.q.select(2, t).unsqueeze(-1)).squeeze(-1) * scale;  // [B,H,W]
   if (p + 1 < W) {
     auto unused = torch::arange(W, torch::TensorOptions().device(sc.device())) > p;  // [W]
     sc = sc.masked_fill(unused, -kInf);
   }
-  auto sm = torch::exp(sc - sc.amax(-1, true));                             // [B,H,W]
-  auto f = factor().squeeze(-1);                                             // [H,1]
+  auto sm = torch::exp(sc - sc.amax(-1, true));  // [B,H,W]
+  auto f = factor().squeeze(-1);                 // [H,1]
   auto num = f * torch::matmul(sm.unsqueeze(-2), vals).squeeze(-2) +
-             (1 - f) * torch::matmul(fqt.unsqueeze(-2), s.S).squeeze(-2);   // [B,H,Dh]
+             (1 - f) * torch::matmul(fqt.unsqueeze(-2), s.S).squeeze(-2);             // [B,H,Dh]
   auto den = f.squeeze(-1) * sm.sum(-1) + (1 - f.squeeze(-1)) * (fqt * s.z).sum(-1);  // [B,H]
   return num / (den + kEps).unsqueeze(-1);
 }
@@ -254,7 +255,7 @@ torch::Tensor HybridAttentionImpl::step(const torch::Tensor& x_t, MixerState& st
   const int64_t p = s.pos.item<int64_t>();
   auto in = prepare(x_t.unsqueeze(1), p);
   s.pos.fill_(p + 1);
-  auto y = recur(in, 0, p, s);                            // [B,H,Dh]
+  auto y = recur(in, 0, p, s);                                      // [B,H,Dh]
   return merge_heads(y.unsqueeze(2), x_t.unsqueeze(1)).squeeze(1);  // [B,D]
 }
 

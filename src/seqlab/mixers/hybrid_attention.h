@@ -49,12 +49,12 @@
 namespace seqlab {
 
 struct HybridAttentionState : MixerStateBase<HybridAttentionState> {
-  torch::Tensor S;     // [B,H,F,Dh] fp32: sum over keys that left the window, decayed to now
-  torch::Tensor z;     // [B,H,F]    fp32: the matching sum of phi(k_j)
-  torch::Tensor keys;  // [B,G,W,Dh] fp32: the window's keys after RoPE (slot j % W)
-  torch::Tensor vals;  // [B,G,W,Dh] fp32: the window's values
-  torch::Tensor gates; // [B,H,W]    fp32: the window tokens' log decays g_j (0 when unused)
-  torch::Tensor pos;   // [] int64 on CPU: tokens consumed
+  torch::Tensor S;      // [B,H,F,Dh] fp32: sum over keys that left the window, decayed to now
+  torch::Tensor z;      // [B,H,F]    fp32: the matching sum of phi(k_j)
+  torch::Tensor keys;   // [B,G,W,Dh] fp32: the window's keys after RoPE (slot j % W)
+  torch::Tensor vals;   // [B,G,W,Dh] fp32: the window's values
+  torch::Tensor gates;  // [B,H,W]    fp32: the window tokens' log decays g_j (0 when unused)
+  torch::Tensor pos;    // [] int64 on CPU: tokens consumed
   void for_each(const std::function<void(const std::string&, torch::Tensor&)>& f) override {
     f("S", S);
     f("z", z);
@@ -84,7 +84,7 @@ class HybridAttentionImpl : public MixerImpl {
   bool needs_positions() const override { return true; }
 
   torch::nn::Linear q{nullptr}, k{nullptr}, v{nullptr}, o{nullptr};  // as linear attention's
-  FeatureMap feature_map;                                              // [B,H,T,Dh] -> [B,H,T,F]
+  FeatureMap feature_map;                                            // [B,H,T,Dh] -> [B,H,T,F]
   torch::Tensor window_factor;  // [H] (W > 0 only): f_h = sigmoid(window_factor_h)
   torch::Tensor gate_bias;      // [H] (--gate key only)
 

@@ -28,8 +28,8 @@ std::string conversion_report(const std::vector<nlohmann::json>& rows, const std
 // key-derived decay). Both convert; the hybrid also trains from scratch (model: the suite's
 // hybrid model config).
 void add_hybrid_cells(SuiteSpec& s, int64_t W, int64_t d_feature, int64_t distill_steps,
-                      nlohmann::json model, const nlohmann::json& task,
-                      const nlohmann::json& train, const nlohmann::json& eval) {
+                      nlohmann::json model, const nlohmann::json& task, const nlohmann::json& train,
+                      const nlohmann::json& eval) {
   struct Hyb {
     std::string id, label, gate, transfer;
     int64_t window;
@@ -268,15 +268,15 @@ std::string targets(const LmRows& lm, const ByCell& by, double teacher) {
   const double hyb = ppl_of("conv_hybrid_at");
   double best_linear = INFINITY;
   std::string best_linear_label;
-  for (const char* id : {"conv_t2r", "conv_hedgehog_at", "conv_hedgehog", "conv_elu", "conv_rfa",
-                         "conv_gla_at"})
+  for (const char* id :
+       {"conv_t2r", "conv_hedgehog_at", "conv_hedgehog", "conv_elu", "conv_rfa", "conv_gla_at"})
     if (by.count(id) && by.at(id).ppl < best_linear)
       best_linear = by.at(id).ppl, best_linear_label = by.at(id).label;
   if (!std::isnan(hyb) && std::isfinite(best_linear))
-    md += fmt::format("- The hybrid beats every pure linear map: {} ({:.3f} vs best linear {}: "
-                      "{:.3f}).\n",
-                      hyb < best_linear ? "**yes**" : "**no**", hyb, best_linear_label,
-                      best_linear);
+    md += fmt::format(
+        "- The hybrid beats every pure linear map: {} ({:.3f} vs best linear {}: "
+        "{:.3f}).\n",
+        hyb < best_linear ? "**yes**" : "**no**", hyb, best_linear_label, best_linear);
   const double at = ppl_of("conv_hedgehog_at"), nat = ppl_of("conv_hedgehog");
   if (!std::isnan(at) && !std::isnan(nat))
     md += fmt::format("- Attention transfer beats none (Hedgehog): {} ({:.3f} vs {:.3f}).\n",
