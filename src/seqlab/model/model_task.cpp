@@ -6,9 +6,7 @@
 
 namespace seqlab {
 
-std::optional<TaskConfig> model_task(const LoadedModel& m, const std::string& dir) {
-  if (!m.sections.contains("task")) return std::nullopt;
-  TaskConfig task = TaskConfig::from_json(m.sections.at("task"), dir);
+void resolve_task_tokenizer(TaskConfig& task, const std::string& dir) {
   // "hf": the tokenizer.json that import-hf copied into the model directory itself, wherever
   // that directory now is.
   if (task.tokenizer == "hf")
@@ -16,6 +14,12 @@ std::optional<TaskConfig> model_task(const LoadedModel& m, const std::string& di
   // "bpe": the vocab.json + merges.txt that `seqlab pack` copied into the directory itself.
   if (task.tokenizer == "bpe")
     task.tokenizer = "bpe:" + std::filesystem::absolute(dir).lexically_normal().string();
+}
+
+std::optional<TaskConfig> model_task(const LoadedModel& m, const std::string& dir) {
+  if (!m.sections.contains("task")) return std::nullopt;
+  TaskConfig task = TaskConfig::from_json(m.sections.at("task"), dir);
+  resolve_task_tokenizer(task, dir);
   return task;
 }
 

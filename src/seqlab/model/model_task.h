@@ -18,6 +18,9 @@ namespace seqlab {
 // The model's task section, read and checked (an unknown field or a wrong type is an error naming
 // `dir`); nullopt for a model that records none (one no training run wrote).
 std::optional<TaskConfig> model_task(const LoadedModel& m, const std::string& dir);
+// What model_task does to a task section read from the model directory `dir`: its tokenizer
+// "hf" / "bpe" (the files packed into the directory) becomes "hf:<dir>" / "bpe:<dir>".
+void resolve_task_tokenizer(TaskConfig& task, const std::string& dir);
 
 // The tokenizer whose ids are the model's vocabulary: its task's, when that task is `lm` (next
 // token prediction on text). Null for a model without one (no task section, or a task over its

@@ -38,11 +38,19 @@ namespace seqlab {
 struct LmEvalConfig {
   std::optional<int64_t> context;  // window; default the kind's (lm cells 128, mae_deq the task's)
   int64_t max_tokens = 0;
+  bool test = false;             // also a row for the test split
+  int64_t position_context = 0;  // > 0: perplexity by position in windows this long (test split)
+  int64_t position_bucket = 64;  // positions per bucket of that curve
 
   template <class V>
   void visit(V&& v) {
     v(context, "context", kUnset, "tokens per window");
     v(max_tokens, "max_tokens", int64_t{65536}, "tokens of the valid split scored");
+    v(test, "test", false, "also measure the test split (a second row, split \"test\")");
+    v(position_context, "position_context", int64_t{0},
+      "perplexity by position in windows of this many tokens on the test split (0 = off; "
+      "train/evaluate_positions.h)");
+    v(position_bucket, "position_bucket", int64_t{64}, "positions per bucket of that curve");
   }
   LmEvalConfig() { visit(FieldDefaults{}); }
 };
@@ -50,7 +58,9 @@ struct LmEvalConfig {
 // What lm_train and lm_finetune share: the row's name and origin, the perplexity settings.
 struct LmCellSpec : CellSpec {
   std::optional<std::string> label;  // default the id
-  std::string init;                  // the row's "init": scratch | teacher | converted
+  std::string init;                  // the row's "init": scratch | teacher | control | converted
+  std::string method;                // the row's method (one per seed in a seeded grid)
+  int64_t base_tokens = 0;           // tokens the starting model was trained on before this cell
   LmEvalConfig eval;
 
   template <class V>
@@ -58,6 +68,9 @@ struct LmCellSpec : CellSpec {
     CellSpec::visit(v);
     v(label, "label", kUnset, "the row's name in the report (default the id)");
     v(init, "init", std::string("scratch"), "how the model started, for the report");
+    v(method, "method", std::string(), "the method, grouping a grid's seeds (default: the id)");
+    v(base_tokens, "base_tokens", int64_t{0},
+      "tokens the starting model saw before this cell (the row's tokens add this cell's own)");
     v(eval, "eval", LmEvalConfig{}, "validation perplexity");
   }
 };
@@ -77,10 +90,27 @@ struct LmTrainCellConfig : LmCellSpec {
   LmTrainCellConfig() { visit(FieldDefaults{}); }
 };
 
+// End-to-end distillation while finetuning (StartFrom's teacher / kl_weight / kl_temperature).
+struct LmKlSpec {
+  std::string teacher;  // model directory, relative to the suite's runs/
+  double weight = 0, temperature = 1;
+
+  template <class V>
+  void visit(V&& v) {
+    v(teacher, "teacher", kRequired, "the teacher's model directory, relative to runs/");
+    v(weight, "weight", kRequired, "w: loss = CE + w * T^2 * KL(teacher || student)");
+    v(temperature, "temperature", 1.0, "T, the softmax temperature of both distributions");
+  }
+  LmKlSpec() { visit(FieldDefaults{}); }
+};
+void to_json(nlohmann::json& j, const LmKlSpec& k);
+void from_json(const nlohmann::json& j, LmKlSpec& k);
+
 struct LmFinetuneCellConfig : LmCellSpec {
   std::string from;  // model directory, relative to the suite's runs/
   std::optional<ConvertConfig> convert;
   std::optional<AdapterConfig> adapter;
+  std::optional<LmKlSpec> kl;
   TrainConfig train;
 
   template <class V>
@@ -89,9 +119,23 @@ struct LmFinetuneCellConfig : LmCellSpec {
     v(from, "from", kRequired, "the model to start from, relative to runs/");
     v(convert, "convert", kUnset, "convert it first (with attention transfer if distill_steps)");
     v(adapter, "adapter", kUnset, "finetune adapters only (the base frozen)");
+    v(kl, "kl", kUnset, "add a KL-to-teacher term to the finetuning loss");
     v(train, "train", kRequired, "the finetuning run");
   }
   LmFinetuneCellConfig() { visit(FieldDefaults{}); }
+};
+
+// A model trained elsewhere (a shipped teacher): copied into <run_dir>/model and measured, so
+// the suite's other cells start from "<id>/model" as from any trained cell.
+struct LmExternalCellConfig : LmCellSpec {
+  std::string path;  // relative to the working directory (the repository root)
+
+  template <class V>
+  void visit(V&& v) {
+    LmCellSpec::visit(v);
+    v(path, "path", kRequired, "the model directory, relative to the working directory");
+  }
+  LmExternalCellConfig() { visit(FieldDefaults{}); }
 };
 
 // One model of an lm_bench cell.
@@ -125,12 +169,15 @@ struct LmBenchCellConfig : CellSpec {
 // A trained or finetuned LM, measured (kind "lm").
 struct LmRow {
   std::string kind;  // "lm"
-  std::string cell, label, init;
+  std::string cell, label, init, method;
+  std::string split;              // valid | test
   std::string arch, feature_map;  // feature_map: "" unless arch is linear
   int64_t d_model, n_layer;
   double ppl, nll;
   int64_t eval_tokens, eval_context;
   int64_t parameters, trainable, steps;
+  int64_t tokens;       // training tokens the model has seen in all (base_tokens + this cell's)
+  int64_t cell_tokens;  // of which this cell's: finetuning (and transfer) or training
   uint64_t seed;
   double train_seconds;
   std::vector<std::pair<int64_t, double>> curve;  // [step, eval_ppl] from metrics.jsonl
@@ -142,6 +189,12 @@ struct LmRow {
   // Attention transfer: per layer, the loss before and after, and its time.
   std::optional<std::vector<double>> distill_before, distill_after;
   std::optional<double> distill_seconds;
+  // Perplexity by position (test rows, eval.position_context > 0): [first position, ppl] per
+  // bucket of position_bucket positions, in windows of position_context tokens.
+  std::vector<std::pair<int64_t, double>> by_position;
+  int64_t position_context;
+  std::string kl_teacher;  // finetuned with a KL-to-teacher term ("" = none)
+  double kl_weight;
 
   template <class V>
   void visit(V&& v) {
@@ -149,6 +202,8 @@ struct LmRow {
     v(cell, "cell", std::string(), "");
     v(label, "label", std::string(), "");
     v(init, "init", std::string(), "");
+    v(method, "method", std::string(), "");
+    v(split, "split", std::string("valid"), "");
     v(arch, "arch", std::string(), "");
     v(feature_map, "feature_map", std::string(), "");
     v(d_model, "d_model", int64_t{0}, "");
@@ -160,6 +215,8 @@ struct LmRow {
     v(parameters, "parameters", int64_t{0}, "");
     v(trainable, "trainable", int64_t{0}, "");
     v(steps, "steps", int64_t{0}, "");
+    v(tokens, "tokens", int64_t{0}, "");
+    v(cell_tokens, "cell_tokens", int64_t{0}, "");
     v(seed, "seed", uint64_t{0}, "");
     v(train_seconds, "train_seconds", 0.0, "");
     v(curve, "curve", std::vector<std::pair<int64_t, double>>{}, "");
@@ -172,6 +229,10 @@ struct LmRow {
     v(distill_before, "distill_before", kUnset, "");
     v(distill_after, "distill_after", kUnset, "");
     v(distill_seconds, "distill_seconds", kUnset, "");
+    v(by_position, "by_position", std::vector<std::pair<int64_t, double>>{}, "");
+    v(position_context, "position_context", int64_t{0}, "");
+    v(kl_teacher, "kl_teacher", std::string(), "");
+    v(kl_weight, "kl_weight", 0.0, "");
   }
   LmRow() { visit(FieldDefaults{}); }
   nlohmann::json to_json() const { return write_fields(*this); }
@@ -203,11 +264,15 @@ struct BenchRow {
   nlohmann::json to_json() const { return write_fields(*this); }
 };
 
-// Shared by lm_train and lm_finetune (exp/cells/lm_row.cpp): the row of the model in model_dir,
-// trained with outcome `o`, its perplexity measured on `task` (an lm task) with `eval`.
-LmRow lm_model_row(const std::string& id, const std::string& label, const std::string& init,
-                   const std::string& model_dir, const TrainOutcome& o, const Task& task,
-                   const LmEvalConfig& eval);
+// Shared by the lm cells (exp/cells/lm_row.cpp): the row of the model in model_dir (valid
+// split), trained with outcome `o` (steps, seconds, parameter counts), its perplexity measured on
+// `task` (an lm task) with `c.eval`; label, init, method and base_tokens from the cell.
+LmRow lm_model_row(const LmCellSpec& c, const std::string& model_dir, const TrainOutcome& o,
+                   const Task& task);
+// The cell's rows: `valid` as given, then (eval.test) the same model on the test split, with
+// the perplexity by position when eval.position_context > 0.
+nlohmann::json lm_split_rows(const LmCellSpec& c, const LmRow& valid, const std::string& model_dir,
+                             const Task& task);
 // Validation perplexity of the model in `dir`.
 double lm_perplexity(const std::string& dir, const Task& task, const LmEvalConfig& eval,
                      const std::string& id);

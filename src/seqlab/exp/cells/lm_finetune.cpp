@@ -4,6 +4,7 @@
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/exp/cells/lm.h"
 #include "seqlab/model/model_dir.h"
+#include "seqlab/model/model_task.h"
 #include "seqlab/tasks/registry.h"
 
 #include <filesystem>
@@ -54,21 +55,28 @@ nlohmann::json run_lm_finetune(const nlohmann::json& cell, const std::string& ru
   std::string init = (runs / c.from).string();
   auto src_json = read_config_json(init);
   SEQLAB_CHECK(src_json.contains("task"), "cell {}: {} has no task section", c.id, init);
-  const auto task_cfg = TaskConfig::from_json(src_json["task"], init);
+  auto task_cfg = TaskConfig::from_json(src_json["task"], init);
+  resolve_task_tokenizer(task_cfg, init);
   auto task = make_task(task_cfg);
   // The conversion's fields, measured before finetuning; the rest of the row after it.
   LmRow conversion;
   if (c.convert)
-    init = convert_once(c, *c.convert, init, src_json["task"], *task, task_cfg.max_len, run_dir,
+    init = convert_once(c, *c.convert, init, task_cfg.to_json(), *task, task_cfg.max_len, run_dir,
                         conversion);
   StartFrom start;
   start.init = init;
   if (c.adapter) start.adapter = *c.adapter;
+  if (c.kl) {
+    start.teacher = (runs / c.kl->teacher).string();
+    start.kl_weight = c.kl->weight;
+    start.kl_temperature = c.kl->temperature;
+    start.validate();
+  }
   const auto model_dir = (fs::path(run_dir) / "model").string();
   auto j = read_config_json(init);
   auto o = train_model(ModelConfig::from_json(j["model"], init), task_cfg, c.train, model_dir,
                        /*resume=*/true, 0, 0, start);
-  auto row = lm_model_row(c.id, c.label.value_or(c.id), c.init, model_dir, o, *task, c.eval);
+  auto row = lm_model_row(c, model_dir, o, *task);
   row.adapter = start.adapter.kind;
   if (start.adapter.kind != "none") {
     row.adapter_rank = start.adapter.rank;
@@ -80,7 +88,15 @@ nlohmann::json run_lm_finetune(const nlohmann::json& cell, const std::string& ru
   row.distill_after = conversion.distill_after;
   row.distill_seconds = conversion.distill_seconds;
   row.ppl_converted = conversion.ppl_converted;
-  return {{"id", c.id}, {"rows", {row.to_json()}}};
+  if (c.convert && c.convert->distill_steps > 0) {
+    // Transfer tokens count too: the converted model saw them (through its teacher).
+    const int64_t len = c.convert->distill_len > 0 ? c.convert->distill_len : task_cfg.max_len;
+    const int64_t t = c.convert->distill_steps * c.convert->distill_batch * len;
+    row.cell_tokens += t;
+    row.tokens += t;
+  }
+  if (c.kl) row.kl_teacher = c.kl->teacher, row.kl_weight = c.kl->weight;
+  return {{"id", c.id}, {"rows", lm_split_rows(c, row, model_dir, *task)}};
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/lm.h"
 #include "seqlab/train/evaluate_lm.h"
+#include "seqlab/train/evaluate_positions.h"
 
 #include <filesystem>
 #include <sstream>
@@ -20,6 +21,14 @@ void to_json(nlohmann::json& j, const BenchModelSpec& m) {
 
 void from_json(const nlohmann::json& j, BenchModelSpec& m) {
   read_fields(j, m, "lm_bench model", /*strict=*/true);
+}
+
+void to_json(nlohmann::json& j, const LmKlSpec& k) {
+  j = write_fields(k);
+}
+
+void from_json(const nlohmann::json& j, LmKlSpec& k) {
+  read_fields(j, k, "lm_finetune kl", /*strict=*/true);
 }
 
 namespace {
@@ -58,18 +67,19 @@ double lm_perplexity(const std::string& dir, const Task& task, const LmEvalConfi
       .ppl;
 }
 
-LmRow lm_model_row(const std::string& id, const std::string& label, const std::string& init,
-                   const std::string& model_dir, const TrainOutcome& o, const Task& task,
-                   const LmEvalConfig& eval) {
+LmRow lm_model_row(const LmCellSpec& c, const std::string& model_dir, const TrainOutcome& o,
+                   const Task& task) {
+  const auto& eval = c.eval;
   auto m = load_model_dir(model_dir);
   const auto& mc = m.config;
   const int64_t context = lm_eval_context(eval);
-  auto r = evaluate_lm(*m.model, as_lm(task, id), Split::valid, context, 8, eval.max_tokens);
+  auto r = evaluate_lm(*m.model, as_lm(task, c.id), Split::valid, context, 8, eval.max_tokens);
   const auto train = TrainConfig::from_json(m.sections["train"], model_dir);
   LmRow row;
-  row.cell = id;
-  row.label = label;
-  row.init = init;
+  row.cell = c.id;
+  row.label = c.label.value_or(c.id);
+  row.init = c.init;
+  row.method = c.method.empty() ? c.id : c.method;
   row.arch = mc.mixer.arch;
   row.feature_map = feature_map_of(mc.mixer);
   row.d_model = mc.mixer.d_model;
@@ -81,10 +91,36 @@ LmRow lm_model_row(const std::string& id, const std::string& label, const std::s
   row.parameters = o.parameters;
   row.trainable = o.trainable;
   row.steps = train.steps;
+  row.cell_tokens =
+      train.steps * train.batch * TaskConfig::from_json(m.sections["task"], model_dir).max_len;
+  row.tokens = c.base_tokens + row.cell_tokens;
   row.seed = train.seed;
   row.train_seconds = o.seconds;
   row.curve = learning_curve(model_dir);
   return row;
+}
+
+nlohmann::json lm_split_rows(const LmCellSpec& c, const LmRow& valid, const std::string& model_dir,
+                             const Task& task) {
+  nlohmann::json rows = nlohmann::json::array({valid.to_json()});
+  if (!c.eval.test) return rows;
+  auto m = load_model_dir(model_dir);
+  const auto& lm = as_lm(task, c.id);
+  LmRow t = valid;
+  t.split = "test";
+  t.curve.clear();
+  const auto r = evaluate_lm(*m.model, lm, Split::test, valid.eval_context, 8, c.eval.max_tokens);
+  t.ppl = r.ppl;
+  t.nll = r.nll;
+  t.eval_tokens = r.tokens;
+  if (c.eval.position_context > 0) {
+    t.position_context = c.eval.position_context;
+    for (const auto& b : evaluate_lm_positions(*m.model, lm, Split::test, c.eval.position_context,
+                                               c.eval.position_bucket, 4, c.eval.max_tokens))
+      t.by_position.emplace_back(b.lo, b.ppl);
+  }
+  rows.push_back(t.to_json());
+  return rows;
 }
 
 }  // namespace seqlab

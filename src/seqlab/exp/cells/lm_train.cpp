@@ -18,10 +18,10 @@ nlohmann::json run_lm_train(const nlohmann::json& cell, const std::string& run_d
   auto o = train_model(c.model, c.task, c.train, model_dir, /*resume=*/true);
   auto j = read_config_json(model_dir);
   auto task = make_task(TaskConfig::from_json(j["task"], model_dir));
-  auto row = lm_model_row(c.id, c.label.value_or(c.id), c.init, model_dir, o, *task, c.eval);
+  auto row = lm_model_row(c, model_dir, o, *task);
   row.distill_steps = 0;
   row.adapter = "none";
-  return {{"id", c.id}, {"rows", {row.to_json()}}};
+  return {{"id", c.id}, {"rows", lm_split_rows(c, row, model_dir, *task)}};
 }
 
 }  // namespace

@@ -70,6 +70,28 @@ void add_hybrid_cells(SuiteSpec& s, int64_t W, int64_t d_feature, int64_t distil
 
 }  // namespace
 
+std::string conversion_claims() {
+  return "- Kasai et al. (2021), T2R: converting a pretrained Transformer and finetuning beats "
+         "training the same linear-attention model from random initialisation, and comes close to "
+         "the teacher (WikiText-103: 19.6 ppl converted vs 20.8 from scratch vs 18.8 teacher for "
+         "their 32-feature T2R; Table 1).\n"
+         "- Zhang et al. (2024), Hedgehog: attention transfer (training the feature maps to mimic "
+         "softmax attention weights before finetuning) recovers more of the teacher than "
+         "converting "
+         "without it, and Hedgehog's softmax-mimicking map beats T2R / ELU+1 / RFA-style maps "
+         "(their Table 3/6: Hedgehog GPT-2 conversion 16.7 ppl on WikiText-103 vs T2R 19.9 and "
+         "teacher 15.8).\n"
+         "- Both: the converted model is an RNN: constant state memory and constant time per "
+         "generated token, where the teacher's KV cache grows with the context.\n"
+         "- LoLCATs (Zhang et al. 2024): training linear attentions to match each softmax "
+         "attention's output (MSE, 'attention transfer'), with exact softmax over a short sliding "
+         "window for the newest tokens, then LoRA, closes most of the linearizing gap (abstract: "
+         "+20 points 5-shot MMLU over earlier linearized Llama 3 8B / Mistral 7B; 77.8% of the gap "
+         "to Llama 3.1 70B closed).\n"
+         "- Tied-LoRA (Renduchintala et al. 2023): sharing A, B across layers keeps most of LoRA's "
+         "quality with a fraction of its trainable parameters.";
+}
+
 SuiteSpec conversion_suite(bool quick) {
   SuiteSpec s;
   s.name = "conversion";
@@ -78,25 +100,7 @@ SuiteSpec conversion_suite(bool quick) {
       "Hedgehog (with and without attention transfer), ELU+1, RFA, the LoLCATs hybrid (softmax "
       "window + Hedgehog, output transfer) and gated Hedgehog, against the same models "
       "trained from scratch; LoRA / Tied-LoRA finetuning; generation speed and memory.";
-  s.claims =
-      "- Kasai et al. (2021), T2R: converting a pretrained Transformer and finetuning beats "
-      "training the same linear-attention model from random initialisation, and comes close to "
-      "the teacher (WikiText-103: 19.6 ppl converted vs 20.8 from scratch vs 18.8 teacher for "
-      "their 32-feature T2R; Table 1).\n"
-      "- Zhang et al. (2024), Hedgehog: attention transfer (training the feature maps to mimic "
-      "softmax attention weights before finetuning) recovers more of the teacher than converting "
-      "without it, and Hedgehog's softmax-mimicking map beats T2R / ELU+1 / RFA-style maps "
-      "(their Table 3/6: Hedgehog GPT-2 conversion 16.7 ppl on WikiText-103 vs T2R 19.9 and "
-      "teacher 15.8).\n"
-      "- Both: the converted model is an RNN: constant state memory and constant time per "
-      "generated token, where the teacher's KV cache grows with the context.\n"
-      "- LoLCATs (Zhang et al. 2024): training linear attentions to match each softmax "
-      "attention's output (MSE, 'attention transfer'), with exact softmax over a short sliding "
-      "window for the newest tokens, then LoRA, closes most of the linearizing gap (abstract: "
-      "+20 points 5-shot MMLU over earlier linearized Llama 3 8B / Mistral 7B; 77.8% of the gap "
-      "to Llama 3.1 70B closed).\n"
-      "- Tied-LoRA (Renduchintala et al. 2023): sharing A, B across layers keeps most of LoRA's "
-      "quality with a fraction of its trainable parameters.";
+  s.claims = conversion_claims();
   const int64_t D = quick ? 64 : 128, L = quick ? 2 : 4, T = quick ? 64 : 128;
   const int64_t teacher_steps = quick ? 1500 : 5000, ft_steps = quick ? 400 : 1500;
   const int64_t distill_steps = quick ? 100 : 400;
@@ -298,22 +302,6 @@ std::string transfer_table(const LmRow& r) {
   return md;
 }
 
-std::string bench_table(const std::vector<BenchRow>& bench) {
-  std::string md =
-      "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
-      "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
-      "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
-      "(infer/); tokens/s over the last tokens before each context length; state = the KV "
-      "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
-      "Absolute speeds are this machine's; compare rows.\n\n";
-  md += md_header({"model", "engine", "context", "tokens/s", "state"}, "llrrr");
-  for (const auto& b : bench)
-    md +=
-        md_row({b.label, b.engine, std::to_string(b.context), fmt::format("{:.0f}", b.tokens_per_s),
-                fmt::format("{:.1f} KiB", b.state_bytes / 1024.0)});
-  return md;
-}
-
 // Learning curves of every model with one.
 std::string curve_plot(const LmRows& lm, const std::string& plot_dir) {
   std::string data, cmds;
@@ -335,6 +323,50 @@ std::string curve_plot(const LmRows& lm, const std::string& plot_dir) {
                                "below\nset grid\nplot " +
                                    cmds + "\n"),
                    "learning curves");
+}
+
+std::string conversion_report(const std::vector<nlohmann::json>& rows,
+                              const std::string& plot_dir) {
+  LmRows lm;
+  std::vector<BenchRow> bench;
+  for (const auto& r : rows)
+    if (r.value("kind", "") == "bench")
+      bench.push_back(read_row<BenchRow>(r));
+    else
+      lm.push_back(read_row<LmRow>(r));
+  ByCell by;
+  for (const auto& r : lm) by[r.cell] = r;
+  std::string md = "## Validation perplexity\n\n";
+  if (lm.empty()) return md + "No model finished.\n";
+  const double teacher = by.count("teacher") ? by.at("teacher").ppl : 0;
+  md += perplexity_table(lm, teacher);
+  md += targets(lm, by, teacher);
+  if (by.count("conv_hedgehog_at") && by.at("conv_hedgehog_at").distill_before)
+    md += transfer_table(by.at("conv_hedgehog_at"));
+  if (!bench.empty()) md += bench_table(bench);
+  if (plot_dir.empty()) return md;
+  md += "\n## Plots\n\n";
+  md += curve_plot(lm, plot_dir);
+  if (!bench.empty()) md += bench_plots(bench, plot_dir);
+  return md;
+}
+
+}  // namespace
+
+std::string bench_table(const std::vector<BenchRow>& bench) {
+  std::string md =
+      "\n## Generation: speed and state memory against context\n\nBatch 1, one token at a "
+      "time, one thread, same tokens for every model: `torch` = the model's recurrent form "
+      "in LibTorch eager mode (SeqModel::step), `fast` = seqlab's hand-written decoder "
+      "(infer/); tokens/s over the last tokens before each context length; state = the KV "
+      "cache's filled part for the teacher, the recurrent state (S, z) for the RNNs. "
+      "Absolute speeds are this machine's; compare rows.\n\n";
+  md += md_header({"model", "engine", "context", "tokens/s", "state"}, "llrrr");
+  for (const auto& b : bench)
+    md +=
+        md_row({b.label, b.engine, std::to_string(b.context), fmt::format("{:.0f}", b.tokens_per_s),
+                fmt::format("{:.1f} KiB", b.state_bytes / 1024.0)});
+  return md;
 }
 
 // Speed and state memory against context, one line per (model, engine).
@@ -370,33 +402,5 @@ std::string bench_plots(const std::vector<BenchRow>& bench, const std::string& p
                   "memory");
   return md;
 }
-
-std::string conversion_report(const std::vector<nlohmann::json>& rows,
-                              const std::string& plot_dir) {
-  LmRows lm;
-  std::vector<BenchRow> bench;
-  for (const auto& r : rows)
-    if (r.value("kind", "") == "bench")
-      bench.push_back(read_row<BenchRow>(r));
-    else
-      lm.push_back(read_row<LmRow>(r));
-  ByCell by;
-  for (const auto& r : lm) by[r.cell] = r;
-  std::string md = "## Validation perplexity\n\n";
-  if (lm.empty()) return md + "No model finished.\n";
-  const double teacher = by.count("teacher") ? by.at("teacher").ppl : 0;
-  md += perplexity_table(lm, teacher);
-  md += targets(lm, by, teacher);
-  if (by.count("conv_hedgehog_at") && by.at("conv_hedgehog_at").distill_before)
-    md += transfer_table(by.at("conv_hedgehog_at"));
-  if (!bench.empty()) md += bench_table(bench);
-  if (plot_dir.empty()) return md;
-  md += "\n## Plots\n\n";
-  md += curve_plot(lm, plot_dir);
-  if (!bench.empty()) md += bench_plots(bench, plot_dir);
-  return md;
-}
-
-}  // namespace
 
 }  // namespace seqlab

@@ -17,6 +17,10 @@ const std::vector<SuiteEntry>& suite_registry() {
        "swap-then-finetune: softmax teacher LM -> T2R / Hedgehog / ELU / RFA RNNs, LoRA, "
        "Tied-LoRA; speed and memory (Kasai+ 2021, Zhang+ 2024)",
        conversion_suite},
+      {"conversion_full",
+       "the conversion grid on the shipped teacher (models/teacher-en): every method x3 seeds, "
+       "control and scratch baselines, test perplexity, by position to 4x context (issue 33)",
+       conversion_full_suite},
       {"exit_swag",
        "early exit with calibrated confidence and SWAG uncertainty on supersense, pair_nli and "
        "difficulty (Schwartz+ 2020, Maddox+ 2019, Talman+ 2023)",

@@ -1,0 +1,252 @@
+// Suite `conversion_full`: the conversion grid on the shipped in-house teacher (models/teacher-en,
+// a Llama-layout softmax LM pretrained by seqlab on Debian-packaged English, BPE 8192), issue 33.
+//
+// Per seed (3): the control (the teacher finetuned for the same tokens); T2R, Hedgehog with and
+// without attention transfer, ELU+1, RFA; the LoLCATs hybrid (softmax over the last 64 tokens +
+// Hedgehog, output-matching transfer), gated Hedgehog (Liger-style key gate), the hybrid with a
+// KL-to-teacher term, and LoRA / Tied-LoRA finetuning of the converted hybrid. Then each recurrent
+// architecture trained from scratch on the tokens of teacher plus conversion, and generation
+// speed / state memory. Every model is measured on valid and test, with perplexity by position
+// out to 4x the teacher's context on test. The report is exp/suites/conversion_full_report.cpp.
+//
+// Cells are ordered seed by seed, scratch baselines last, so an interrupted run has whole seeds;
+// every cell resumes (train checkpoints every 50 steps) and a rerun skips finished cells.
+#include "seqlab/convert/convert.h"
+#include "seqlab/core/error.h"
+#include "seqlab/exp/grid.h"
+#include "seqlab/exp/suites/suites.h"
+#include "seqlab/model/adapters.h"
+#include "seqlab/model/model_config.h"
+#include "seqlab/model/model_dir.h"
+#include "seqlab/tasks/task.h"
+#include "seqlab/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace seqlab {
+
+std::string conversion_full_report(const std::vector<nlohmann::json>& rows,
+                                   const std::string& plot_dir);
+
+namespace {
+
+constexpr const char* kTeacherDir = "models/teacher-en";
+
+struct Teacher {
+  nlohmann::json model, task;
+  int64_t tokens = 0, context = 0, batch = 0;
+};
+
+// The shipped teacher's model and task sections and the tokens it was pretrained on.
+Teacher read_teacher() {
+  const auto path = std::filesystem::path(kTeacherDir) / kConfigFile;
+  SEQLAB_CHECK(std::filesystem::exists(path),
+               "suite conversion_full: {} not found; run it from the repository root",
+               path.string());
+  const auto j = read_config_json(kTeacherDir);
+  Teacher t;
+  t.model = j.at("model");
+  t.task = j.at("task");
+  const auto train = TrainConfig::from_json(j.at("train"), kTeacherDir);
+  const auto task = TaskConfig::from_json(t.task, kTeacherDir);
+  t.tokens = train.steps * train.batch * task.max_len;
+  t.batch = train.batch;
+  t.context = task.max_len;
+  return t;
+}
+
+struct Budget {
+  int64_t ft_steps, batch, distill_steps, scratch_steps, scratch_batch;
+  double lr, adapter_lr;
+  std::vector<uint64_t> seeds;
+};
+
+nlohmann::json train_section(int64_t steps, int64_t batch, double lr, uint64_t seed) {
+  auto t = grid_train(steps, batch, lr, seed);
+  t["eval_every"] = std::max<int64_t>(1, steps / 5);
+  t["eval_size"] = 32;
+  t["eval_tokens"] = 16384;
+  t["warmup"] = std::max<int64_t>(1, steps / 10);
+  t["checkpoint_every"] = 50;
+  t["log_every"] = 10;
+  return t;
+}
+
+// One seed's conversion cells: each method's label, init and convert / adapter / kl sections.
+void add_seed(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
+              const nlohmann::json& eval) {
+  const auto sfx = fmt::format("_s{}", seed);
+  const auto ft = train_section(b.ft_steps, b.batch, b.lr, seed);
+  auto cell = [&](const std::string& method, const std::string& label, const std::string& init) {
+    return nlohmann::json{{"id", method + sfx},
+                          {"kind", "lm_finetune"},
+                          {"label", label},
+                          {"method", method},
+                          {"init", init},
+                          {"after", {"teacher"}},
+                          {"from", "teacher/model"},
+                          {"base_tokens", t.tokens},
+                          {"train", ft},
+                          {"eval", eval}};
+  };
+  s.cells.push_back(cell("control", "teacher + same finetuning (control)", "control"));
+  auto conv = [&](const std::string& to, int64_t window, const std::string& gate,
+                  const std::string& transfer, int64_t distill) {
+    ConvertConfig cc;
+    cc.to = to;
+    cc.window = window;
+    cc.gate = gate;
+    cc.transfer = transfer;
+    cc.distill_steps = distill;
+    cc.distill_batch = b.batch;
+    cc.init_seed = 1 + seed;
+    cc.distill_seed = seed;
+    return cc.to_json();
+  };
+  struct M {
+    std::string method, label;
+    nlohmann::json convert;
+  };
+  const std::vector<M> ms = {
+      {"t2r", "T2R", conv("t2r", 0, "none", "weights", 0)},
+      {"hedgehog", "Hedgehog, no transfer", conv("hedgehog", 0, "none", "weights", 0)},
+      {"hedgehog_at", "Hedgehog + attention transfer",
+       conv("hedgehog", 0, "none", "weights", b.distill_steps)},
+      {"elu", "ELU+1", conv("elu1", 0, "none", "weights", 0)},
+      {"rfa", "RFA", conv("rfa", 0, "none", "weights", 0)},
+      {"hybrid", "Hybrid W=64 + output transfer",
+       conv("hybrid", 64, "none", "output", b.distill_steps)},
+      {"gla", "Gated Hedgehog (key gate) + attention transfer",
+       conv("hybrid", 0, "key", "weights", b.distill_steps)},
+  };
+  for (const auto& m : ms) {
+    auto c = cell(m.method, m.label, "converted");
+    c["convert"] = m.convert;
+    s.cells.push_back(c);
+  }
+  // From the hybrid's converted model (the same transfer): KL-to-teacher finetuning, LoRA and
+  // Tied-LoRA; the transfer's tokens count in their base.
+  const int64_t conv_tokens = b.distill_steps * b.batch * t.context;
+  auto kl = cell("hybrid_kl", "Hybrid W=64 + output transfer, finetuned with KL", "converted");
+  kl["after"] = {"teacher", "hybrid" + sfx};
+  kl["from"] = "hybrid" + sfx + "/converted";
+  kl["base_tokens"] = t.tokens + conv_tokens;
+  kl["kl"] = {{"teacher", "teacher/model"}, {"weight", 1.0}, {"temperature", 1.0}};
+  s.cells.push_back(kl);
+  for (const char* kind : {"lora", "tied_lora"}) {
+    AdapterConfig ac;
+    ac.kind = kind;
+    ac.rank = 16;
+    ac.targets = "q,k,v,o,gate,up,down";  // the teacher's SwiGLU MLP
+    ac.seed = 7 + seed;
+    const std::string method = std::string("hybrid_") + kind;
+    auto c = cell(method,
+                  std::string("Hybrid W=64 + output transfer, ") +
+                      (std::string(kind) == "lora" ? "LoRA" : "Tied-LoRA"),
+                  "converted");
+    c["after"] = {"hybrid" + sfx};
+    c["from"] = "hybrid" + sfx + "/converted";
+    c["base_tokens"] = t.tokens + conv_tokens;
+    c["adapter"] = ac.to_json();
+    c["train"] = train_section(b.ft_steps, b.batch, b.adapter_lr, seed);
+    s.cells.push_back(c);
+  }
+}
+
+// Each recurrent architecture from random initialisation, on the teacher's tokens plus one
+// conversion's (transfer + finetuning), in the teacher's shape.
+void add_scratch(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
+                 const nlohmann::json& eval) {
+  // The teacher's task names its tokenizer "bpe" (the one inside its model directory).
+  auto scratch_task = t.task;
+  scratch_task["tokenizer"] = kTeacherDir;
+  struct A {
+    std::string method, label;
+    nlohmann::json extra;
+  };
+  for (const auto& a : std::vector<A>{
+           {"scratch_t2r", "T2R, from scratch", {{"arch", "t2r"}}},
+           {"scratch_hedgehog", "Hedgehog, from scratch", {{"arch", "hedgehog"}}},
+           {"scratch_elu", "ELU+1, from scratch", {{"arch", "elu1"}}},
+           {"scratch_rfa", "RFA, from scratch", {{"arch", "rfa"}}},
+           {"scratch_gla",
+            "Gated Hedgehog, from scratch",
+            {{"arch", "hybrid"}, {"feature_map", "hedgehog"}, {"window", 0}, {"gate", "key"}}},
+           {"scratch_hybrid",
+            "Hybrid W=64, from scratch",
+            {{"arch", "hybrid"}, {"feature_map", "hedgehog"}, {"window", 64}}},
+       }) {
+    auto model = t.model;
+    for (auto it = a.extra.begin(); it != a.extra.end(); ++it) model[it.key()] = it.value();
+    model["d_feature"] = 0;
+    model["init_seed"] = 1234 + seed;
+    model = ModelConfig::from_json(model, "conversion_full " + a.method).to_json();
+    s.cells.push_back({{"id", fmt::format("{}_s{}", a.method, seed)},
+                       {"kind", "lm_train"},
+                       {"label", a.label},
+                       {"method", a.method},
+                       {"init", "scratch"},
+                       {"model", model},
+                       {"task", scratch_task},
+                       {"train", train_section(b.scratch_steps, b.scratch_batch, 1e-3, seed)},
+                       {"eval", eval}});
+  }
+}
+
+}  // namespace
+
+SuiteSpec conversion_full_suite(bool quick) {
+  SuiteSpec s;
+  s.name = "conversion_full";
+  s.description =
+      "The conversion grid on the shipped teacher (models/teacher-en): T2R, Hedgehog +/- "
+      "transfer, ELU+1, RFA, LoLCATs hybrid W=64, gated Hedgehog, KL distillation, LoRA / "
+      "Tied-LoRA, x3 seeds, against the control and scratch baselines; valid/test perplexity, "
+      "by position to 4x context, speed and memory.";
+  s.claims = conversion_claims();
+  const Teacher t = read_teacher();
+  Budget b;
+  b.ft_steps = quick ? 4 : 200;
+  b.batch = 8;
+  b.distill_steps = quick ? 2 : 100;
+  b.lr = 5e-4;
+  b.adapter_lr = 2e-3;
+  b.seeds = quick ? std::vector<uint64_t>{0} : std::vector<uint64_t>{0, 1, 2};
+  // Scratch: the teacher's tokens plus one conversion's, in the teacher's batches.
+  b.scratch_batch = t.batch;
+  const int64_t conv_tokens = (b.ft_steps + b.distill_steps) * b.batch * t.context;
+  b.scratch_steps = quick ? 4 : (t.tokens + conv_tokens) / (b.scratch_batch * t.context);
+  const nlohmann::json eval = {{"context", t.context},
+                               {"max_tokens", quick ? 4096 : 131072},
+                               {"test", true},
+                               {"position_context", 4 * t.context},
+                               {"position_bucket", t.context / 4}};
+  s.cells.push_back({{"id", "teacher"},
+                     {"kind", "lm_external"},
+                     {"label", "teacher (softmax, pretrained)"},
+                     {"method", "teacher"},
+                     {"init", "teacher"},
+                     {"path", kTeacherDir},
+                     {"base_tokens", 0},
+                     {"eval", eval}});
+  for (auto seed : b.seeds) add_seed(s, b, t, seed, eval);
+  nlohmann::json models = nlohmann::json::array(
+      {{{"label", "teacher (softmax, KV cache)"}, {"from", "teacher/model"}}});
+  nlohmann::json after = {"teacher"};
+  for (const char* m : {"t2r", "hedgehog_at", "hybrid", "gla"}) {
+    models.push_back({{"label", m}, {"from", fmt::format("{}_s0/model", m)}});
+    after.push_back(fmt::format("{}_s0", m));
+  }
+  s.cells.push_back({{"id", "bench"},
+                     {"kind", "lm_bench"},
+                     {"after", after},
+                     {"models", models},
+                     {"contexts", {t.context, 4 * t.context}}});
+  for (auto seed : b.seeds) add_scratch(s, b, t, seed, eval);
+  s.custom_report = conversion_full_report;
+  return s;
+}
+
+}  // namespace seqlab
