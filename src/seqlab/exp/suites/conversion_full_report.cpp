@@ -160,6 +160,9 @@ std::string positions(const Grid& g, const std::string& plot_dir) {
   int64_t context = 0;
   for (const auto& name : g.order) {
     const auto& m = g.by.at(name);
+    // The teacher, the control and the conversions; the scratch baselines and the lr check
+    // (their test perplexity is in the main table) would crowd a dozen lines further.
+    if (m.init == "scratch" || name.find("_lr") != std::string::npos) continue;
     std::map<int64_t, std::vector<double>> at;
     for (const auto& [seed, r] : m.test) {
       context = std::max(context, r.position_context);
@@ -200,7 +203,7 @@ std::string positions(const Grid& g, const std::string& plot_dir) {
                                                  "xlabel 'position in window'\nset ylabel "
                                                  "'ppl'\nset logscale y\nset arrow from {0},graph "
                                                  "0 to {0},graph 1 nohead dt 2\nset key "
-                                                 "below\nset grid\nplot {1}\n",
+                                                 "below maxrows 4 font ',8'\nset grid\nplot {1}\n",
                                                  context / 4, cmds)),
                          "by position");
   return md;
