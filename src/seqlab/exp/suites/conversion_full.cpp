@@ -58,6 +58,7 @@ Teacher read_teacher() {
 }
 
 struct Budget {
+  bool quick;
   int64_t ft_steps, batch, distill_steps, scratch_steps, scratch_batch;
   double lr, adapter_lr;
   std::vector<uint64_t> seeds;
@@ -92,6 +93,13 @@ void add_seed(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
                           {"eval", eval}};
   };
   s.cells.push_back(cell("control", "teacher + same finetuning (control)", "control"));
+  // The control at the learning rate the seed-0 check picks on valid (add_lr_check): seeds 1, 2
+  // (seed 0 is the check's own cell), so the tuned control has three seeds like every method.
+  if (seed > 0 && !b.quick) {
+    auto c = cell("control_lr1.5e-4", "control, lr 1.5e-4 (lr check)", "control");
+    c["train"] = train_section(b.ft_steps, b.batch, 1.5e-4, seed);
+    s.cells.push_back(c);
+  }
   auto conv = [&](const std::string& to, int64_t window, const std::string& gate,
                   const std::string& transfer, int64_t distill) {
     ConvertConfig cc;
@@ -239,6 +247,7 @@ SuiteSpec conversion_full_suite(bool quick) {
   s.claims = conversion_claims();
   const Teacher t = read_teacher();
   Budget b;
+  b.quick = quick;
   b.ft_steps = quick ? 4 : 200;
   b.batch = 8;
   b.distill_steps = quick ? 2 : 100;
