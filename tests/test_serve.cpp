@@ -5,10 +5,13 @@
 // bodies (400, 404, 413, 429); a disconnect mid-stream cancels the request; shutdown drains.
 #include "seqlab/model/model.h"
 #include "seqlab/model/model_dir.h"
+#include "seqlab/serve/api.h"
 #include "seqlab/serve/http_lib.h"
 #include "seqlab/serve/server.h"
 #include "seqlab/serve/session_cache.h"
 #include "seqlab/tasks/task.h"
+
+#include "serve_testing.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -19,67 +22,10 @@
 #include <thread>
 
 using namespace seqlab;
+using namespace seqlab::testing;
 using nlohmann::json;
 
 namespace {
-
-constexpr int64_t kV = 257;  // the byte tokenizer's
-
-// A random byte-level LM saved as a model directory (eval mode; weights from a fixed seed).
-std::string make_model(const std::string& arch) {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("seqlab_serve_" + std::to_string(getpid()) + "_" + arch);
-  if (std::filesystem::exists(dir / "config.json")) return dir.string();
-  ModelConfig c;
-  c.mixer.arch = arch;
-  c.mixer.d_model = 32;
-  c.mixer.n_head = 4;
-  c.mixer.max_len = 128;
-  c.n_layer = 2;
-  c.vocab_size = kV;
-  c.validate();
-  torch::manual_seed(5);
-  SeqModelImpl m(c);
-  TaskConfig t;
-  t.task = "lm";
-  t.tokenizer = "byte";
-  save_model_dir(dir.string(), m, {{"task", t.to_json()}});
-  return dir.string();
-}
-
-// A server on a free port, run on its own thread.
-struct Running {
-  std::unique_ptr<serve::Server> server;
-  std::thread thread;
-  int port = 0;
-  Running(const std::string& dir, serve::ServeConfig cfg) {
-    cfg.port = 0;
-    server = std::make_unique<serve::Server>(dir, cfg);
-    port = server->bind();
-    thread = std::thread([this] { server->run(); });
-  }
-  ~Running() {
-    server->shutdown(0);
-    thread.join();
-  }
-  httplib::Client client() const {
-    httplib::Client c("127.0.0.1", port);
-    c.set_read_timeout(60);
-    return c;
-  }
-  // POSTs a JSON body; returns (status, parsed body or the raw text as a string).
-  std::pair<int, json> post(const std::string& path, const std::string& body) const {
-    auto c = client();
-    auto r = c.Post(path.c_str(), body, "application/json");
-    if (!r) return {0, json()};
-    json j = json::parse(r->body, nullptr, false);
-    return {r->status, j.is_discarded() ? json(r->body) : j};
-  }
-};
-
-json greedy(const json& prompt, int max_tokens) {
-  return {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}, {"ignore_eos", true}};
-}
 
 // The data lines of an SSE body.
 std::vector<std::string> sse_data(const std::string& body) {
@@ -350,18 +296,27 @@ TEST(Serve, ErrorsAreJsonWithTheRightStatus) {
     EXPECT_NE(metrics->body.find(m), std::string::npos) << m;
 }
 
-namespace {
-
-// A metric's value from /metrics ("name value" line), or -1.
-double metric(const Running& srv, const std::string& name) {
-  auto r = srv.client().Get("/metrics");
-  if (!r) return -1;
-  const auto at = r->body.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(r->body.substr(at + name.size() + 2));
+// fuzz/fuzz_serve_request.cpp's finding: an error message that dumped the client's value recursed
+// once per nesting level, and a body under the 1 MiB limit nests deep enough to overflow a stack.
+TEST(Serve, ADeeplyNestedFieldIsA400NotAStackOverflow) {
+  const int depth = 400000;
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  serve::Limits lim;
+  lim.vocab_size = kV;
+  auto code_of = [&](const std::string& body) {
+    try {
+      serve::parse_request(body, false, nullptr, lim);
+    } catch (const serve::ApiError& e) {
+      EXPECT_EQ(e.status, 400);
+      EXPECT_LT(std::string(e.what()).size(), 200u);
+      return e.code;
+    }
+    return std::string("accepted");
+  };
+  for (const std::string field : {"max_tokens", "model"})
+    EXPECT_EQ(code_of(R"({"prompt": [1], ")" + field + "\": " + deep + "}"), field);
+  EXPECT_EQ(code_of(R"({"prompt": [[1, )" + deep + "]]}"), "prompt");
 }
-
-}  // namespace
 
 TEST(Serve, AFullQueueIs429AndADisconnectCancels) {
   const auto dir = make_model("gru");  // no positions: a stream that never ends on its own

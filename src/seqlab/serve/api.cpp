@@ -20,6 +20,22 @@ json error_body(int status, const std::string& type, const std::string& code,
 
 namespace {
 
+// A client's value as an error message shows it: a scalar as JSON, cut to 60 bytes, and an array
+// or object by its kind only. Dumping a container recurses once per level, and a 1 MiB body nests
+// half a million levels deep: enough to overflow a handler thread's stack (found by
+// fuzz/fuzz_serve_request.cpp).
+std::string shown(const json& v) {
+  if (v.is_array()) return fmt::format("an array of {} elements", v.size());
+  if (v.is_object()) return fmt::format("an object of {} fields", v.size());
+  std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+  constexpr size_t kMax = 60;
+  if (s.size() > kMax) {
+    s.resize(utf8_complete(s.substr(0, kMax)));
+    s += "...";
+  }
+  return s;
+}
+
 // Typed readers: a present field of the wrong type or range is a 400 naming it.
 int64_t get_int(const json& b, const char* key, int64_t def, int64_t lo, int64_t hi) {
   if (!b.contains(key) || b[key].is_null()) return def;
@@ -38,7 +54,7 @@ int64_t get_int(const json& b, const char* key, int64_t def, int64_t lo, int64_t
     }
   }
   throw bad_request(
-      fmt::format("'{}' must be an integer in [{}, {}], got {}", key, lo, hi, v.dump()), key);
+      fmt::format("'{}' must be an integer in [{}, {}], got {}", key, lo, hi, shown(v)), key);
 }
 
 double get_num(const json& b, const char* key, double def, double lo, double hi) {
@@ -47,21 +63,21 @@ double get_num(const json& b, const char* key, double def, double lo, double hi)
   if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= lo &&
       v.get<double>() <= hi)
     return v.get<double>();
-  throw bad_request(fmt::format("'{}' must be a number in [{}, {}], got {}", key, lo, hi, v.dump()),
+  throw bad_request(fmt::format("'{}' must be a number in [{}, {}], got {}", key, lo, hi, shown(v)),
                     key);
 }
 
 bool get_bool(const json& b, const char* key, bool def) {
   if (!b.contains(key) || b[key].is_null()) return def;
   if (!b[key].is_boolean())
-    throw bad_request(fmt::format("'{}' must be a boolean, got {}", key, b[key].dump()), key);
+    throw bad_request(fmt::format("'{}' must be a boolean, got {}", key, shown(b[key])), key);
   return b[key].get<bool>();
 }
 
 std::string get_str(const json& b, const char* key) {
   if (!b.contains(key) || b[key].is_null()) return "";
   if (!b[key].is_string())
-    throw bad_request(fmt::format("'{}' must be a string, got {}", key, b[key].dump()), key);
+    throw bad_request(fmt::format("'{}' must be a string, got {}", key, shown(b[key])), key);
   return b[key].get<std::string>();
 }
 
@@ -70,7 +86,7 @@ std::vector<int64_t> token_ids(const json& a, int64_t V) {
   for (const auto& t : a) {
     if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= V ||
         (t.is_number_unsigned() && t.get<uint64_t>() >= static_cast<uint64_t>(V)))
-      throw bad_request(fmt::format("prompt token {} is not an id in [0, {})", t.dump(), V),
+      throw bad_request(fmt::format("prompt token {} is not an id in [0, {})", shown(t), V),
                         "prompt");
     ids.push_back(t.get<int64_t>());
   }

@@ -95,16 +95,26 @@ void Scheduler::drain(std::chrono::milliseconds grace) {
 }
 
 void Scheduler::admit() {
-  std::vector<std::shared_ptr<Request>> fresh;
+  std::vector<std::shared_ptr<Request>> fresh, gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // A request cancelled while it waits (its client left) leaves the queue now, not when a slot
+    // frees up for it.
+    const auto kept = std::stable_partition(queue_.begin(), queue_.end(),
+                                            [](const auto& r) { return !r->cancelled(); });
+    gone.assign(kept, queue_.end());
+    queue_.erase(kept, queue_.end());
     while (!queue_.empty() &&
            static_cast<int64_t>(active_.size() + fresh.size()) < cfg_.max_batch) {
       fresh.push_back(queue_.front());
       queue_.pop_front();
     }
     stats_.queued = static_cast<int64_t>(queue_.size());
+    // Counted as active before any of them emits a token: submit() reads this gauge, and a
+    // client that already sees tokens must not find the slot free (tests/test_serve.cpp's 429).
+    stats_.active = static_cast<int64_t>(active_.size() + fresh.size());
   }
+  for (auto& r : gone) retire(*r, "cancelled");
   for (auto& r : fresh) {
     r->sampler_ = std::make_unique<infer::Sampler>(r->params.sampler, V_);
     std::optional<SessionCache::Hit> hit;

@@ -1,8 +1,9 @@
 // The scheduler: continuous batching over one FastModel (llama.cpp's server loop, our own).
 //
 // One thread owns the model. Each iteration it
-//   1. admits queued requests while fewer than max_batch are active (a new request starts from
-//      the session cache's longest matching prefix, or from an empty state);
+//   1. drops the queued requests that were cancelled, and admits queued requests while fewer than
+//      max_batch are active (a new request starts from the session cache's longest matching
+//      prefix, or from an empty state);
 //   2. prefills one chunk (FastModel::kPrefillChunk tokens) of every request still in its
 //      prompt, and samples the first token of each whose prompt is done;
 //   3. advances every decoding request by one token in one FastModel::step_batch (one pass over

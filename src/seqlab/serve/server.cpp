@@ -6,6 +6,7 @@
 #include "seqlab/model/model_dir.h"
 #include "seqlab/model/model_task.h"
 #include "seqlab/serve/api.h"
+#include "seqlab/serve/connection.h"
 #include "seqlab/serve/http_lib.h"
 #include "seqlab/serve/metrics.h"
 
@@ -95,10 +96,12 @@ struct Server::Impl {
   json logprobs_json(const CompletionRequest& r, const std::vector<int64_t>& prompt,
                      const Request::Snapshot& s, const std::vector<TokenInfo>& out) const;
   json usage(const std::vector<Choice>& cs) const;
-  void complete(const CompletionRequest& r, std::vector<Choice> cs, httplib::Response& res,
-                Clock::time_point t0);
-  void stream(const CompletionRequest& r, std::vector<Choice> cs, httplib::Response& res,
-              Clock::time_point t0);
+  void await(std::vector<Choice>& cs, size_t i, const ClientConnection& conn, Clock::time_point t0,
+             bool* first);
+  void complete(const CompletionRequest& r, std::vector<Choice> cs, const ClientConnection& conn,
+                httplib::Response& res, Clock::time_point t0);
+  void stream(const CompletionRequest& r, std::vector<Choice> cs, const ClientConnection& conn,
+              httplib::Response& res, Clock::time_point t0);
   void handle(const httplib::Request& req, httplib::Response& res, bool chat);
   void routes();
 };
@@ -206,23 +209,39 @@ void check_finish(const Request::Snapshot& s) {
 
 }  // namespace
 
+// Waits for choice i to end. A client that leaves meanwhile cancels every choice (each leaves the
+// batch, or the queue, in the scheduler's next iteration) and ends the handler with 499, nginx's
+// "client closed request", which only the metrics see.
+void Server::Impl::await(std::vector<Choice>& cs, size_t i, const ClientConnection& conn,
+                         Clock::time_point t0, bool* first) {
+  auto& c = cs[i];
+  while (true) {
+    auto s = c.req->wait(c.tokens.size(), Clock::now() + std::chrono::milliseconds(50));
+    if (*first && !s.tokens.empty()) {
+      metrics.first_token_seconds.observe(since(t0));
+      *first = false;
+    }
+    c.tokens.insert(c.tokens.end(), s.tokens.begin(), s.tokens.end());
+    if (s.done) {
+      c.last = std::move(s);
+      return;
+    }
+    if (conn.closed()) {
+      for (auto& other : cs) other.req->cancel();
+      throw ApiError(499, "invalid_request_error", "client_disconnected",
+                     "the client closed the connection");
+    }
+  }
+}
+
 void Server::Impl::complete(const CompletionRequest& r, std::vector<Choice> cs,
-                            httplib::Response& res, Clock::time_point t0) {
+                            const ClientConnection& conn, httplib::Response& res,
+                            Clock::time_point t0) {
   json choices = json::array();
   bool first = true;
   for (size_t i = 0; i < cs.size(); ++i) {
     auto& c = cs[i];
-    while (true) {
-      auto s = c.req->wait(c.tokens.size(), Clock::now() + std::chrono::milliseconds(200));
-      if (first && !s.tokens.empty()) {
-        metrics.first_token_seconds.observe(since(t0));
-        first = false;
-      }
-      c.tokens.insert(c.tokens.end(), s.tokens.begin(), s.tokens.end());
-      if (!s.done) continue;
-      c.last = std::move(s);
-      break;
-    }
+    await(cs, i, conn, t0, &first);
     check_finish(c.last);
     bool stopped = false;
     std::string text = render(c.tokens, r.stop, &stopped);
@@ -246,7 +265,8 @@ void Server::Impl::complete(const CompletionRequest& r, std::vector<Choice> cs,
 }
 
 void Server::Impl::stream(const CompletionRequest& r, std::vector<Choice> cs,
-                          httplib::Response& res, Clock::time_point t0) {
+                          const ClientConnection& conn, httplib::Response& res,
+                          Clock::time_point t0) {
   auto shared = std::make_shared<std::vector<Choice>>(std::move(cs));
   auto cancel_all = [shared] {
     for (auto& c : *shared) c.req->cancel();
@@ -256,7 +276,7 @@ void Server::Impl::stream(const CompletionRequest& r, std::vector<Choice> cs,
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, r, shared, cid, t0, cancel_all](size_t, httplib::DataSink& sink) {
+      [this, r, shared, cid, t0, cancel_all, conn](size_t, httplib::DataSink& sink) {
         auto send = [&](const json& j) {
           const std::string line = "data: " + dump(j) + "\n\n";
           return sink.is_writable() && sink.write(line.data(), line.size());
@@ -301,7 +321,9 @@ void Server::Impl::stream(const CompletionRequest& r, std::vector<Choice> cs,
               if (!send(ch)) return cancel_all(), false;
               sent = upto;
             }
-            if (!s.done && !sink.is_writable()) return cancel_all(), false;
+            // A closed connection stays writable (to the first failed write): poll it too, for a
+            // stream that has nothing to send yet (queued, or held back before a stop string).
+            if (!s.done && (!sink.is_writable() || conn.closed())) return cancel_all(), false;
             if (!s.done) continue;
             if (s.finish_reason != "length" && s.finish_reason != "stop") {
               json err =
@@ -330,11 +352,13 @@ void Server::Impl::handle(const httplib::Request& req, httplib::Response& res, b
   const auto t0 = Clock::now();
   try {
     const auto r = parse_request(req.body, chat, tok.get(), lim);
+    // Found before submitting: a client that resets the connection cannot be looked up.
+    const ClientConnection conn(req.remote_addr, req.remote_port, req.local_port);
     auto cs = submit(r);
     if (r.stream)
-      stream(r, std::move(cs), res, t0);
+      stream(r, std::move(cs), conn, res, t0);
     else
-      complete(r, std::move(cs), res, t0);
+      complete(r, std::move(cs), conn, res, t0);
   } catch (const ApiError& e) {
     reply_error(res, e);
   } catch (const std::exception& e) {
