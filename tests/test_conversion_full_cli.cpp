@@ -84,11 +84,11 @@ TEST(ConversionFullCli, QuickSliceWritesSeededRowsOnBothSplits) {
   EXPECT_NE(report.find("Best constant-memory conversion"), std::string::npos);
 }
 
-TEST(ConversionFullCli, RefusesToRunAwayFromTheRepository) {
-  // From another directory the shipped teacher is not found: one clear error, exit 2.
+TEST(ConversionFullCli, ListsFromOutsideTheRepository) {
+  // ctest runs in build/: the grid finds models/teacher-en beside the executable's build folder,
+  // so it can be listed and checked from anywhere (it runs from the repository root).
   auto r = run_seqlab("suite conversion_full --list");
-  if (std::filesystem::exists("models/teacher-en")) GTEST_SKIP() << "test runs in the source tree";
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("models/teacher-en"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("repository root"), std::string::npos) << r.err;
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("hybrid_lora_s2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("scratch_hybrid_s0"), std::string::npos) << r.out;
 }

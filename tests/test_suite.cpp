@@ -40,8 +40,11 @@ void expect_valid_lm_cell(const nlohmann::json& c) {
     EXPECT_EQ(tc.task, "lm") << id;
     EXPECT_LE(tc.max_len, mc.mixer.max_len) << id;
     EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
+  } else if (kind == "lm_external") {
+    EXPECT_TRUE(std::filesystem::exists(c.at("path").get<std::string>() + "/config.json")) << id;
   } else if (kind == "lm_finetune") {
     waits_for(c.at("from").get<std::string>());
+    if (c.contains("kl")) waits_for(c["kl"].at("teacher").get<std::string>());
     EXPECT_NO_THROW(TrainConfig::from_json(c.at("train"), id).validate()) << id;
     if (c.contains("adapter")) {
       EXPECT_NO_THROW(AdapterConfig::from_json(c["adapter"], id)) << id;

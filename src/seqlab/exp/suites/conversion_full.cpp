@@ -19,11 +19,13 @@
 #include "seqlab/model/model_config.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/task.h"
+#include "seqlab/train/launch.h"
 #include "seqlab/train/trainer.h"
 
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <sstream>
 
 namespace seqlab {
 
@@ -35,24 +37,51 @@ namespace {
 constexpr const char* kTeacherDir = "models/teacher-en";
 
 struct Teacher {
+  std::string dir;     // kTeacherDir, or its absolute path when found beside the executable
+  std::string corpus;  // its task's corpus, files made absolute when dir is
   nlohmann::json model, task;
   int64_t tokens = 0, context = 0, batch = 0;
 };
 
+// Where the shipped teacher is: models/teacher-en under the working directory (the repository
+// root, where the grid runs: its corpus paths are relative to it), else in the repository the
+// executable was built in (build/seqlab, build/tests_*), so the grid can be listed and checked
+// from anywhere.
+std::string find_teacher() {
+  namespace fs = std::filesystem;
+  if (fs::exists(fs::path(kTeacherDir) / kConfigFile)) return kTeacherDir;
+  const auto beside = fs::path(self_executable()).parent_path().parent_path() / kTeacherDir;
+  SEQLAB_CHECK(fs::exists(beside / kConfigFile),
+               "suite conversion_full: {} not found; run it from the repository root",
+               (fs::path(kTeacherDir) / kConfigFile).string());
+  return beside.lexically_normal().string();
+}
+
 // The shipped teacher's model and task sections and the tokens it was pretrained on.
 Teacher read_teacher() {
-  const auto path = std::filesystem::path(kTeacherDir) / kConfigFile;
-  SEQLAB_CHECK(std::filesystem::exists(path),
-               "suite conversion_full: {} not found; run it from the repository root",
-               path.string());
-  const auto j = read_config_json(kTeacherDir);
   Teacher t;
+  t.dir = find_teacher();
+  const auto j = read_config_json(t.dir);
   t.model = j.at("model");
   t.task = j.at("task");
-  const auto train = TrainConfig::from_json(j.at("train"), kTeacherDir);
-  const auto task = TaskConfig::from_json(t.task, kTeacherDir);
+  const auto train = TrainConfig::from_json(j.at("train"), t.dir);
+  const auto task = TaskConfig::from_json(t.task, t.dir);
   t.tokens = train.steps * train.batch * task.max_len;
   t.batch = train.batch;
+  // The corpus files are relative to the repository root (the teacher's own run): found beside
+  // the executable, they are made absolute too.
+  t.corpus = task.corpus;
+  if (t.dir != kTeacherDir) {
+    const auto root = std::filesystem::path(t.dir).parent_path().parent_path();
+    std::string joined, item;
+    std::stringstream ss(task.corpus);
+    while (std::getline(ss, item, ','))
+      joined +=
+          (joined.empty() ? "" : ",") +
+          (item == "wordnet" || std::filesystem::path(item).is_absolute() ? item
+                                                                          : (root / item).string());
+    t.corpus = joined;
+  }
   t.context = task.max_len;
   return t;
 }
@@ -200,7 +229,8 @@ void add_scratch(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
                  const nlohmann::json& eval) {
   // The teacher's task names its tokenizer "bpe" (the one inside its model directory).
   auto scratch_task = t.task;
-  scratch_task["tokenizer"] = kTeacherDir;
+  scratch_task["tokenizer"] = t.dir;
+  scratch_task["corpus"] = t.corpus;
   struct A {
     std::string method, label;
     nlohmann::json extra;
@@ -268,7 +298,7 @@ SuiteSpec conversion_full_suite(bool quick) {
                      {"label", "teacher (softmax, pretrained)"},
                      {"method", "teacher"},
                      {"init", "teacher"},
-                     {"path", kTeacherDir},
+                     {"path", t.dir},
                      {"base_tokens", 0},
                      {"eval", eval}});
   // Seed 0, then the learning-rate check, then the other seeds: an interrupted run has whole
