@@ -5,6 +5,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/exp/cells/lm.h"
+#include "seqlab/model/model.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/model/model_task.h"
 #include "seqlab/tasks/registry.h"
@@ -44,8 +45,7 @@ nlohmann::json run_lm_external(const nlohmann::json& cell, const std::string& ru
   resolve_task_tokenizer(task_cfg, model_dir);
   auto task = make_task(task_cfg);
   TrainOutcome o;
-  auto loaded = load_model_dir(model_dir);
-  for (const auto& p : loaded.model->parameters()) o.parameters += p.numel();
+  o.parameters = count_parameters(*load_model_dir(model_dir).model);
   o.trainable = 0;  // nothing trained in this cell
   auto row = lm_model_row(c, model_dir, o, *task);
   row.adapter = "none";

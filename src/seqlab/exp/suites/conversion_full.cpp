@@ -86,11 +86,19 @@ Teacher read_teacher() {
   return t;
 }
 
+// The learning rate the seed-0 check picks for the control on valid (add_lr_check): the one
+// the teacher's cosine ended at. The control runs at it for every seed.
+constexpr double kTunedLr = 1.5e-4;
+constexpr const char* kTunedLrTag = "1.5e-4";
+
 struct Budget {
   bool quick;
   int64_t ft_steps, batch, distill_steps, scratch_steps, scratch_batch;
   double lr, adapter_lr;
   std::vector<uint64_t> seeds;
+
+  // Tokens of one attention / output transfer.
+  int64_t transfer_tokens(const Teacher& t) const { return distill_steps * batch * t.context; }
 };
 
 nlohmann::json train_section(int64_t steps, int64_t batch, double lr, uint64_t seed) {
@@ -104,31 +112,44 @@ nlohmann::json train_section(int64_t steps, int64_t batch, double lr, uint64_t s
   return t;
 }
 
+// A finetuning cell of `method` for `seed` at learning rate `lr`: from the teacher, or (`from` a
+// cell id) from that cell's converted model, whose transfer tokens then count in its base.
+nlohmann::json finetune_cell(const Budget& b, const Teacher& t, const nlohmann::json& eval,
+                             const std::string& method, const std::string& label,
+                             const std::string& init, uint64_t seed, double lr,
+                             const std::string& from = "") {
+  nlohmann::json c = {{"id", fmt::format("{}_s{}", method, seed)},
+                      {"kind", "lm_finetune"},
+                      {"label", label},
+                      {"method", method},
+                      {"init", init},
+                      {"after", {"teacher"}},
+                      {"from", "teacher/model"},
+                      {"base_tokens", t.tokens},
+                      {"train", train_section(b.ft_steps, b.batch, lr, seed)},
+                      {"eval", eval}};
+  if (!from.empty()) {
+    c["after"] = {from};
+    c["from"] = from + "/converted";
+    c["base_tokens"] = t.tokens + b.transfer_tokens(t);
+  }
+  return c;
+}
+
 // One seed's conversion cells: each method's label, init and convert / adapter / kl sections.
 void add_seed(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
               const nlohmann::json& eval) {
-  const auto sfx = fmt::format("_s{}", seed);
-  const auto ft = train_section(b.ft_steps, b.batch, b.lr, seed);
+  const auto hybrid = fmt::format("hybrid_s{}", seed);
   auto cell = [&](const std::string& method, const std::string& label, const std::string& init) {
-    return nlohmann::json{{"id", method + sfx},
-                          {"kind", "lm_finetune"},
-                          {"label", label},
-                          {"method", method},
-                          {"init", init},
-                          {"after", {"teacher"}},
-                          {"from", "teacher/model"},
-                          {"base_tokens", t.tokens},
-                          {"train", ft},
-                          {"eval", eval}};
+    return finetune_cell(b, t, eval, method, label, init, seed, b.lr);
   };
   s.cells.push_back(cell("control", "teacher + same finetuning (control)", "control"));
-  // The control at the learning rate the seed-0 check picks on valid (add_lr_check): seeds 1, 2
-  // (seed 0 is the check's own cell), so the tuned control has three seeds like every method.
-  if (seed > 0 && !b.quick) {
-    auto c = cell("control_lr1.5e-4", "control, lr 1.5e-4 (lr check)", "control");
-    c["train"] = train_section(b.ft_steps, b.batch, 1.5e-4, seed);
-    s.cells.push_back(c);
-  }
+  // The control at the tuned rate: seeds 1, 2 (seed 0 is the lr check's own cell), so the tuned
+  // control has three seeds like every method.
+  if (seed > 0 && !b.quick)
+    s.cells.push_back(finetune_cell(b, t, eval, std::string("control_lr") + kTunedLrTag,
+                                    fmt::format("control, lr {} (lr check)", kTunedLrTag),
+                                    "control", seed, kTunedLr));
   auto conv = [&](const std::string& to, int64_t window, const std::string& gate,
                   const std::string& transfer, int64_t distill) {
     ConvertConfig cc;
@@ -164,12 +185,11 @@ void add_seed(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
     s.cells.push_back(c);
   }
   // From the hybrid's converted model (the same transfer): KL-to-teacher finetuning, LoRA and
-  // Tied-LoRA; the transfer's tokens count in their base.
-  const int64_t conv_tokens = b.distill_steps * b.batch * t.context;
-  auto kl = cell("hybrid_kl", "Hybrid W=64 + output transfer, finetuned with KL", "converted");
-  kl["after"] = {"teacher", "hybrid" + sfx};
-  kl["from"] = "hybrid" + sfx + "/converted";
-  kl["base_tokens"] = t.tokens + conv_tokens;
+  // Tied-LoRA.
+  auto kl =
+      finetune_cell(b, t, eval, "hybrid_kl", "Hybrid W=64 + output transfer, finetuned with KL",
+                    "converted", seed, b.lr, hybrid);
+  kl["after"] = {"teacher", hybrid};
   kl["kl"] = {{"teacher", "teacher/model"}, {"weight", 1.0}, {"temperature", 1.0}};
   s.cells.push_back(kl);
   for (const char* kind : {"lora", "tied_lora"}) {
@@ -178,49 +198,27 @@ void add_seed(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
     ac.rank = 16;
     ac.targets = "q,k,v,o,gate,up,down";  // the teacher's SwiGLU MLP
     ac.seed = 7 + seed;
-    const std::string method = std::string("hybrid_") + kind;
-    auto c = cell(method,
-                  std::string("Hybrid W=64 + output transfer, ") +
-                      (std::string(kind) == "lora" ? "LoRA" : "Tied-LoRA"),
-                  "converted");
-    c["after"] = {"hybrid" + sfx};
-    c["from"] = "hybrid" + sfx + "/converted";
-    c["base_tokens"] = t.tokens + conv_tokens;
+    auto c = finetune_cell(b, t, eval, std::string("hybrid_") + kind,
+                           std::string("Hybrid W=64 + output transfer, ") +
+                               (std::string(kind) == "lora" ? "LoRA" : "Tied-LoRA"),
+                           "converted", seed, b.adapter_lr, hybrid);
     c["adapter"] = ac.to_json();
-    c["train"] = train_section(b.ft_steps, b.batch, b.adapter_lr, seed);
     s.cells.push_back(c);
   }
 }
 
-// The finetuning learning rate, checked on seed 0 (valid split): the control and the hybrid at a
-// third and at twice the grid's rate. The teacher ended its cosine at 1.5e-4, so re-warming it to
-// the grid's 5e-4 may cost the control some quality; these rows say how much.
+// The finetuning learning rate, checked on seed 0 (valid split): the control and the hybrid at
+// kTunedLr (where the teacher's cosine ended) and at twice the grid's rate. Re-warming the teacher
+// to the grid's 5e-4 may cost the control some quality; these rows say how much.
 void add_lr_check(SuiteSpec& s, const Budget& b, const Teacher& t, const nlohmann::json& eval) {
-  const int64_t conv_tokens = b.distill_steps * b.batch * t.context;
   for (const auto& [lr, tag] :
-       std::vector<std::pair<double, std::string>>{{1.5e-4, "1.5e-4"}, {1e-3, "1e-3"}}) {
-    for (const bool hybrid : {false, true}) {
-      const std::string method = std::string(hybrid ? "hybrid" : "control") + "_lr" + tag;
-      nlohmann::json c = {
-          {"id", method + "_s0"},
-          {"kind", "lm_finetune"},
-          {"label", std::string(hybrid ? "Hybrid W=64 + output transfer" : "control") + ", lr " +
-                        tag + " (lr check)"},
-          {"method", method},
-          {"init", hybrid ? "converted" : "control"},
-          {"after", {"teacher"}},
-          {"from", "teacher/model"},
-          {"base_tokens", t.tokens},
-          {"train", train_section(b.ft_steps, b.batch, lr, 0)},
-          {"eval", eval}};
-      if (hybrid) {
-        c["after"] = {"hybrid_s0"};
-        c["from"] = "hybrid_s0/converted";
-        c["base_tokens"] = t.tokens + conv_tokens;
-      }
-      s.cells.push_back(c);
-    }
-  }
+       std::vector<std::pair<double, std::string>>{{kTunedLr, kTunedLrTag}, {1e-3, "1e-3"}})
+    for (const bool hybrid : {false, true})
+      s.cells.push_back(
+          finetune_cell(b, t, eval, std::string(hybrid ? "hybrid" : "control") + "_lr" + tag,
+                        std::string(hybrid ? "Hybrid W=64 + output transfer" : "control") +
+                            ", lr " + tag + " (lr check)",
+                        hybrid ? "converted" : "control", 0, lr, hybrid ? "hybrid_s0" : ""));
 }
 
 // Each recurrent architecture from random initialisation, on the teacher's tokens plus one
@@ -286,7 +284,7 @@ SuiteSpec conversion_full_suite(bool quick) {
   b.seeds = quick ? std::vector<uint64_t>{0} : std::vector<uint64_t>{0, 1, 2};
   // Scratch: the teacher's tokens plus one conversion's, in the teacher's batches.
   b.scratch_batch = t.batch;
-  const int64_t conv_tokens = (b.ft_steps + b.distill_steps) * b.batch * t.context;
+  const int64_t conv_tokens = b.ft_steps * b.batch * t.context + b.transfer_tokens(t);
   b.scratch_steps = quick ? 4 : (t.tokens + conv_tokens) / (b.scratch_batch * t.context);
   const nlohmann::json eval = {{"context", t.context},
                                {"max_tokens", quick ? 4096 : 131072},

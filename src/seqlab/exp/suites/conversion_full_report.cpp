@@ -52,14 +52,15 @@ Grid read_grid(const std::vector<nlohmann::json>& rows) {
 
 SampleStats ppl_stats(const std::map<uint64_t, LmRow>& rows);
 
-// The control the gaps are measured against: of the methods that start from the teacher and
-// only finetune it (init "control", one per learning rate), the one with the most seeds, then the
-// lowest valid perplexity: the learning rate is tuned on valid, never on test.
-const Method* best_control(const Grid& g) {
+// The method of `init` that the report compares: the one with the most seeds, then the lowest
+// valid perplexity, so choices (a control's learning rate, the best conversion) are made on valid,
+// never on test, and a one-seed check (the lr rows) does not win over a seeded method. For
+// init "control" it is the control every gap is measured against.
+const Method* best_of(const Grid& g, const std::string& init) {
   const Method* best = nullptr;
   for (const auto& name : g.order) {
     const auto& m = g.by.at(name);
-    if (m.init != "control" || m.valid.empty()) continue;
+    if (m.init != init || m.valid.empty() || m.test.empty()) continue;
     if (!best || m.valid.size() > best->valid.size() ||
         (m.valid.size() == best->valid.size() &&
          ppl_stats(m.valid).mean < ppl_stats(best->valid).mean))
@@ -89,7 +90,7 @@ std::string cell_stats(const SampleStats& s, int digits) {
 }
 
 std::string perplexity_table(const Grid& g) {
-  const Method* control = best_control(g);
+  const Method* control = best_of(g, "control");
   std::string md = md_header({"method", "init", "seeds", "trainable", "tokens seen", "converted",
                               "valid ppl", "test ppl", "test vs control"},
                              "llrrrrrrr");
@@ -114,7 +115,7 @@ std::string perplexity_table(const Grid& g) {
 // Issue 33's targets, on test means over seeds.
 std::string targets(const Grid& g) {
   std::string md = "\n## Targets (test perplexity, means over seeds)\n\n";
-  const Method* control = best_control(g);
+  const Method* control = best_of(g, "control");
   auto mean = [&](const std::string& m) {
     const auto* e = g.find(m);
     return e && !e->test.empty() ? ppl_stats(e->test).mean : NAN;
@@ -123,15 +124,9 @@ std::string targets(const Grid& g) {
     const auto* e = g.find(m);
     return e ? e->test.size() : size_t{0};
   };
-  // The best conversion is picked on valid, then reported on test; the lr-check rows (one seed)
-  // are left out.
-  auto valid_mean = [&](const std::string& m) { return ppl_stats(g.by.at(m).valid).mean; };
-  std::string best;
-  for (const auto& name : g.order)
-    if (g.by.at(name).init == "converted" && name.find("_lr") == std::string::npos &&
-        !std::isnan(mean(name)) && (best.empty() || valid_mean(name) < valid_mean(best)))
-      best = name;
-  if (control && !best.empty()) {
+  const Method* converted = best_of(g, "converted");
+  if (control && converted) {
+    const std::string best = converted->method;
     const std::string cm = control->method;
     const double gap = 100 * (mean(best) / mean(cm) - 1);
     md += fmt::format(
@@ -265,7 +260,7 @@ std::string conversion_full_report(const std::vector<nlohmann::json>& rows,
       "conversion (and transfer), before finetuning. \"test vs control\" pairs each seed with the "
       "control of the same seed (mean ± sd of the per-seed gaps).\n\n",
       any.d_model, any.n_layer, any.eval_context, any.eval_tokens);
-  if (const auto* c = best_control(g))
+  if (const auto* c = best_of(g, "control"))
     md += fmt::format(
         "The control for the gaps: **{}**, of the teacher-finetuning rows the one with the most "
         "seeds and then the lowest valid perplexity (the learning rate is picked on valid).\n\n",
