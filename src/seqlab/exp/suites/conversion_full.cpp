@@ -209,7 +209,9 @@ void add_seed(SuiteSpec& s, const Budget& b, const Teacher& t, uint64_t seed,
 
 // The finetuning learning rate, checked on seed 0 (valid split): the control and the hybrid at
 // kTunedLr (where the teacher's cosine ended) and at twice the grid's rate. Re-warming the teacher
-// to the grid's 5e-4 may cost the control some quality; these rows say how much.
+// to the grid's 5e-4 may cost the control some quality; these rows say how much. The pure linear
+// maps start far from the teacher, so theirs is checked upwards (2x and 4x the grid's rate), for
+// T2R and the two best maps: a linear map must not lose to the hybrid for want of a tuned rate.
 void add_lr_check(SuiteSpec& s, const Budget& b, const Teacher& t, const nlohmann::json& eval) {
   for (const auto& [lr, tag] :
        std::vector<std::pair<double, std::string>>{{kTunedLr, kTunedLrTag}, {1e-3, "1e-3"}})
@@ -219,6 +221,18 @@ void add_lr_check(SuiteSpec& s, const Budget& b, const Teacher& t, const nlohman
                         std::string(hybrid ? "Hybrid W=64 + output transfer" : "control") +
                             ", lr " + tag + " (lr check)",
                         hybrid ? "converted" : "control", 0, lr, hybrid ? "hybrid_s0" : ""));
+  const std::vector<std::pair<std::string, std::string>> linear = {
+      {"t2r", "T2R"},
+      {"hedgehog_at", "Hedgehog + attention transfer"},
+      {"gla", "Gated Hedgehog (key gate) + attention transfer"}};
+  for (const auto& [lr, tag] :
+       std::vector<std::pair<double, std::string>>{{1e-3, "1e-3"}, {2e-3, "2e-3"}})
+    for (const auto& [m, label] : linear) {
+      auto c = finetune_cell(b, t, eval, m + "_lr" + tag, label + ", lr " + tag + " (lr check)",
+                             "converted", 0, lr, m + "_s0");
+      if (m == "t2r") c["base_tokens"] = t.tokens;  // T2R's conversion has no transfer
+      s.cells.push_back(c);
+    }
 }
 
 // Each recurrent architecture from random initialisation, on the teacher's tokens plus one
