@@ -50,6 +50,35 @@ def fmt_ratio(x):
     return "%.2f×" % x if x else ""
 
 
+def summary(groups):
+    """seqlab's fastest model of each kind against each peer format, same threads and context."""
+    by = {(g["engine"], g["model"], g["weights"], g["threads"], g["context"]): g for g in groups}
+    out = ["Side by side (generation tokens/s, same threads and context):", ""]
+    seqlab_threads = {g["threads"] for g in groups if g["engine"] == "seqlab"}
+    for (ctx, t) in sorted({(g["context"], g["threads"]) for g in groups}):
+        for kinds, peer, pmodel in ((("t2r", "hedgehog"), "rwkv.cpp", "rwkv4"),
+                                    (("softmax",), "ggml-gpt2", "gpt2")):
+            ours = [g for g in groups if g["engine"] == "seqlab" and g["model"] in kinds
+                    and g["threads"] == t and g["context"] == ctx]
+            if not ours:
+                continue
+            best = max(ours, key=lambda g: g["tg_tokens_per_s"])
+            parts = []
+            for w in ("f32", "q8_0"):
+                p = by.get((peer, pmodel, w, t, ctx))
+                if p:
+                    parts.append("%.2f× %s %s" % (best["tg_tokens_per_s"] / p["tg_tokens_per_s"],
+                                                   peer, w))
+            if parts:
+                out.append("- context %d, %d thread(s): seqlab %s %s (%.1f tokens/s) = %s"
+                           % (ctx, t, best["model"], best["weights"], best["tg_tokens_per_s"],
+                              ", ".join(parts)))
+    if seqlab_threads == {1}:
+        out.append("- seqlab's fast decoder ran on one thread only (this build's `bench decode` "
+                   "has no `--decoder-threads`): it has no 2-thread rows.")
+    return out
+
+
 def markdown(groups, rows, peers, commit):
     lines = []
     machine = rows[0].get("machine", "?")
@@ -77,6 +106,8 @@ def markdown(groups, rows, peers, commit):
                         g["ms_per_token"], g["pp_tokens_per_s"], g["pp_tokens_per_s_sd"],
                         g["peak_rss_mib"], gbs, fmt_ratio(g["x_rwkv_f32"]),
                         fmt_ratio(g["x_ggml_f32"])))
+    lines.append("")
+    lines.extend(summary(groups))
     lines.append("")
     lines.append("GB/s = weight file bytes / ms per generated token (the embedding table is "
                  "counted whole though a token reads one row of it). seqlab's peak RSS includes "

@@ -47,10 +47,10 @@ if [ ! -e "$M/READY" ]; then
   "$PY" "$HERE/make_models.py" "$M" --d-model "${D_MODEL:-512}" --n-layer "${N_LAYER:-6}" \
     --vocab "${VOCAB:-8192}" --n-positions $(( ${CONTEXTS##*,} + GEN + 64 ))
   (cd "$OUT/src/rwkv.cpp/python" &&
-     "$PY" convert_pytorch_to_ggml.py "$M/rwkv4.pth" "$M/rwkv4-f32.bin" FP32 >"$M/rwkv4.convert.log" &&
-     "$PY" quantize.py "$M/rwkv4-f32.bin" "$M/rwkv4-q8_0.bin" Q8_0 >"$M/rwkv4.quantize.log")
+     "$PY" convert_pytorch_to_ggml.py "$M/rwkv4.pth" "$M/rwkv4-f32.bin" FP32 >"$M/rwkv4.convert.log" 2>&1 &&
+     "$PY" quantize.py "$M/rwkv4-f32.bin" "$M/rwkv4-q8_0.bin" Q8_0 >"$M/rwkv4.quantize.log" 2>&1)
   "$OUT/build/ggml/bin/gpt-2-quantize" "$M/gpt2-ggml-f32.bin" "$M/gpt2-ggml-q8_0.bin" q8_0 \
-    >"$M/gpt2.quantize.log"
+    >"$M/gpt2.quantize.log" 2>&1
   "$SEQLAB" import-hf --hf "$M/gpt2-hf" --out "$M/seqlab-softmax" -q
   for to in t2r hedgehog; do
     "$SEQLAB" convert --model "$M/seqlab-softmax" --to $to --out "$M/seqlab-$to" -q
