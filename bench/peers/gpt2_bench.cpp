@@ -11,6 +11,8 @@
 // tg: GEN tokens generated greedily after it, one gpt2_eval each (argmax of the logits).
 // The KV cache is sized CONTEXT + GEN (the example's n_ctx argument). Prints one JSON line on
 // stdout; the example's own load messages go to stdout first, so run.sh keeps the last line.
+// With GPT2_BENCH_LOGITS=FILE it also writes the last step's logits there (n_vocab raw float32),
+// which bench/peers/check_gpt2.py compares with a PyTorch GPT-2 on the same weights.
 #define main gpt2_example_main
 #include "main-backend.cpp"
 #undef main
@@ -98,6 +100,14 @@ int main(int argc, char** argv) {
     token = argmax();
   }
   const double tg_s = now_s() - t0;
+  if (const char* path = std::getenv("GPT2_BENCH_LOGITS")) {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(logits.data()), logits.size() * sizeof(float));
+    if (!f) {
+      std::fprintf(stderr, "gpt2_bench: cannot write %s\n", path);
+      return 2;
+    }
+  }
 
   std::printf(
       "\n{\"engine\":\"ggml-gpt2\",\"threads\":%d,\"context\":%d,\"gen\":%d,\"batch\":%d,"
