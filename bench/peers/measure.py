@@ -31,15 +31,13 @@ def last_json_line(text):
 
 
 def seqlab_axes(seqlab):
-    """What this build's `bench decode` offers: (threads flag or None, weight formats)."""
+    """What this build's `bench decode` offers: (threads flag or None, weight formats or None when
+    it has no --weights flag)."""
     h = subprocess.run([seqlab, "bench", "decode", "--help"], capture_output=True, text=True).stdout
     threads_flag = "--decoder-threads" if "--decoder-threads" in h else None
-    formats = ["f32"]
-    if "--weights" in h:
-        formats = ["f32", "int8"] if "int8" in h else ["f32"]
-        if "bf16" in h:
-            formats.insert(1, "bf16")
-    return threads_flag, formats
+    if "--weights" not in h:
+        return threads_flag, None
+    return threads_flag, [f for f in ("f32", "bf16", "int8") if f in h]
 
 
 def run_peer(binary, model, threads, context, gen):
@@ -52,23 +50,32 @@ def run_peer(binary, model, threads, context, gen):
             "ms_per_token": r["ms_per_token"], "peak_rss_mib": r["peak_rss_mib"]}
 
 
-def run_seqlab(seqlab, model, threads, context, gen, weights, threads_flag):
+def run_seqlab(seqlab, model, threads, context, gen, weights, threads_flag, has_weights):
     cmd = [seqlab, "bench", "decode", "--model", model, "--contexts", str(context), "--gen",
            str(gen), "--reps", "1", "--engines", "fast", "-o", "json", "-q"]
     if threads_flag:
         cmd += [threads_flag, str(threads)]
-    if weights != "f32":
+    if has_weights:
         cmd += ["--weights", weights]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError("seqlab bench decode failed (%d): %s" % (p.returncode, p.stderr[-400:]))
-    rows = {r["test"]: r for r in json.loads(p.stdout) if "test" in r}
+    rows = {r["test"]: r for r in json.loads(p.stdout)
+            if "test" in r and r.get("weights", weights) == weights}
     if "tg" not in rows or "pp" not in rows:
         raise RuntimeError("seqlab bench decode gave no pp/tg rows: %s" % p.stdout[-400:])
     tg, pp = rows["tg"], rows["pp"]
-    return {"tg_tokens_per_s": tg["tokens_per_s"], "pp_tokens_per_s": pp["tokens_per_s"],
-            "ms_per_token": tg["ms_per_token"], "peak_rss_mib": tg["peak_rss_mb"],
-            "floor_ms": tg.get("floor_ms")}
+    r = {"tg_tokens_per_s": tg["tokens_per_s"], "pp_tokens_per_s": pp["tokens_per_s"],
+         "ms_per_token": tg["ms_per_token"], "peak_rss_mib": tg["peak_rss_mb"],
+         "floor_ms": tg.get("floor_ms")}
+    # A format chosen at load time is not the file's: take bench decode's own count if it has one.
+    if "weight_bytes" in tg:
+        r["weight_bytes"] = tg["weight_bytes"]
+    elif "weight_mb" in tg:
+        r["weight_bytes"] = int(tg["weight_mb"] * 1e6)
+    elif weights != "f32":
+        r["weight_bytes"] = None
+    return r
 
 
 def plan(a):
@@ -77,6 +84,8 @@ def plan(a):
     m = os.path.join(a.out, "models")
     bins = os.path.join(a.out, "bin")
     threads_flag, formats = seqlab_axes(a.seqlab)
+    has_weights = formats is not None
+    formats = formats or ["f32"]
     cells = []
     for context in a.contexts:
         for threads in a.threads:
@@ -100,7 +109,8 @@ def plan(a):
                 for w in formats:
                     cells.append(("seqlab", model, w, threads if threads_flag else 1, context,
                                   lambda d=d, t=threads, c=context, w=w: run_seqlab(
-                                      a.seqlab, d, t, c, a.gen, w, threads_flag), d))
+                                      a.seqlab, d, t, c, a.gen, w, threads_flag,
+                                      has_weights), d))
     return cells
 
 
@@ -134,7 +144,8 @@ def main():
             failed += 1
             continue
         row = {"engine": engine, "model": model, "weights": w, "threads": threads,
-               "context": context, "gen": a.gen, "rep": a.rep, "weight_bytes": weight_bytes(path),
+               "context": context, "gen": a.gen, "rep": a.rep,
+               "weight_bytes": r.pop("weight_bytes") if "weight_bytes" in r else weight_bytes(path),
                "load_avg_before": round(load, 2), "wall_s": round(time.time() - t0, 2),
                "machine": machine, "cores": os.cpu_count()}
         row.update(r)

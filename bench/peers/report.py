@@ -98,14 +98,15 @@ def markdown(groups, rows, peers, commit):
                  "tg / ggml f32 |")
     lines.append("|---:|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for g in groups:
-        gbs = g["weight_bytes"] / (g["ms_per_token"] * 1e6)
-        lines.append("| %d | %d | %s | %s | %s | %.1f | %.1f ± %.1f | %.2f | %.0f ± %.0f | %.0f | "
-                     "%.1f | %s | %s |"
+        wb = g["weight_bytes"]
+        lines.append("| %d | %d | %s | %s | %s | %s | %.1f ± %.1f | %.2f | %.0f ± %.0f | %.0f | "
+                     "%s | %s | %s |"
                      % (g["context"], g["threads"], g["engine"], g["model"], g["weights"],
-                        g["weight_bytes"] / 1e6, g["tg_tokens_per_s"], g["tg_tokens_per_s_sd"],
-                        g["ms_per_token"], g["pp_tokens_per_s"], g["pp_tokens_per_s_sd"],
-                        g["peak_rss_mib"], gbs, fmt_ratio(g["x_rwkv_f32"]),
-                        fmt_ratio(g["x_ggml_f32"])))
+                        "%.1f" % (wb / 1e6) if wb else "?", g["tg_tokens_per_s"],
+                        g["tg_tokens_per_s_sd"], g["ms_per_token"], g["pp_tokens_per_s"],
+                        g["pp_tokens_per_s_sd"], g["peak_rss_mib"],
+                        "%.1f" % (wb / (g["ms_per_token"] * 1e6)) if wb else "?",
+                        fmt_ratio(g["x_rwkv_f32"]), fmt_ratio(g["x_ggml_f32"])))
     lines.append("")
     lines.extend(summary(groups))
     lines.append("")
