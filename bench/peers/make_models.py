@@ -11,7 +11,7 @@
   OUT/gpt2-ggml-f32.bin  the SAME weights in the legacy file of ggml's examples/gpt-2, fp32:
                            int32 magic 0x67676d6c ("ggml"), then int32 n_vocab, n_ctx (=
                            n_positions), n_embd, n_head, n_layer, ftype (0 = f32);
-                           int32 n_vocab, then per token: uint32 length + its bytes;
+                           int32 n_vocab, then per token: uint32 length + its string (UTF-8);
                            per tensor: int32 n_dims, name length, type (0 = f32), then n_dims
                            int32 sizes innermost first (ggml's ne[0], ne[1]), the name, the data.
                          Names are model/wte, model/wpe, model/ln_f/{g,b} and
@@ -101,19 +101,13 @@ def ggml_name(hf):
     return "model/h%s/%s/%s" % (i, module.replace(".", "/"), suffix)
 
 
-def token_bytes(tok, vocab):
-    """Each id's bytes (GPT-2's byte-to-unicode table undone), for the file's vocabulary."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAD)) + list(range(0xAE, 0x100))
-    cs, n = bs[:], 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    decode = {chr(c): b for b, c in zip(bs, cs)}
+def token_strings(tok, vocab):
+    """Each id's string as tokenizer.json spells it (GPT-2's byte-level symbols), UTF-8. The
+    example's own converter writes the raw bytes instead; nothing here tokenizes text, so the
+    vocabulary only has to have n_vocab entries."""
     out = [b""] * vocab
     for s, i in tok["model"]["vocab"].items():
-        out[i] = bytes(decode[c] for c in s)
+        out[i] = s.encode()
     for t in tok["added_tokens"]:
         out[t["id"]] = t["content"].encode()
     return out
@@ -123,7 +117,7 @@ def write_gpt2_ggml(path, a, W, tok):
     with open(path, "wb") as f:
         f.write(struct.pack("<7i", 0x67676D6C, a.vocab, a.n_positions, a.d_model, a.n_head,
                             a.n_layer, 0))
-        words = token_bytes(tok, a.vocab)
+        words = token_strings(tok, a.vocab)
         f.write(struct.pack("<i", len(words)))
         for w in words:
             f.write(struct.pack("<I", len(w)) + w)

@@ -61,7 +61,7 @@ def run_seqlab(seqlab, model, threads, context, gen, weights, threads_flag, has_
     if p.returncode != 0:
         raise RuntimeError("seqlab bench decode failed (%d): %s" % (p.returncode, p.stderr[-400:]))
     rows = {r["test"]: r for r in json.loads(p.stdout)
-            if "test" in r and r.get("weights", weights) == weights}
+            if "test" in r and r.get("weights", weights) == weights and r.get("batch", 1) == 1}
     if "tg" not in rows or "pp" not in rows:
         raise RuntimeError("seqlab bench decode gave no pp/tg rows: %s" % p.stdout[-400:])
     tg, pp = rows["tg"], rows["pp"]
