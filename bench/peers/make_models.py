@@ -156,6 +156,23 @@ def rwkv4_weights(a, gen):
     return W
 
 
+def rwkv52_weights(a, gen, head_size=64):
+    """RWKV-5.2 (Eagle) of the same shape, to check which version rwkv.cpp runs faster: v4's
+    tensors plus a gate [D, D] and time_mix_g per layer, a group norm ln_x, and per-head
+    time_decay / time_faaaa [H, head_size] in place of time_first."""
+    W, D = rwkv4_weights(a, gen), a.d_model
+    H = D // head_size
+    for i in range(a.n_layer):
+        p = "blocks.%d.att." % i
+        del W[p + "time_first"]
+        W[p + "time_decay"] = torch.linspace(-5, 3, D).view(H, head_size)
+        W[p + "time_faaaa"] = torch.full((H, head_size), 0.3)
+        W[p + "time_mix_g"] = torch.rand(1, 1, D, generator=gen)
+        W[p + "gate.weight"] = normal(gen, D, D)
+        W[p + "ln_x.weight"], W[p + "ln_x.bias"] = torch.ones(D), torch.zeros(D)
+    return W
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", help="directory to write the models under")
@@ -165,6 +182,8 @@ def main():
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--n-positions", type=int, default=4224, help="GPT-2's learned positions")
     ap.add_argument("--seed", type=int, default=35)
+    ap.add_argument("--rwkv52", action="store_true",
+                    help="also write OUT/rwkv5.pth, an RWKV-5.2 of the same shape")
     a = ap.parse_args()
     if a.d_model % a.n_head or a.d_model % 32:
         ap.error("--d-model must be a multiple of --n-head and of 32 (Q8_0 blocks)")
@@ -176,6 +195,9 @@ def main():
     write_gpt2_ggml(os.path.join(a.out, "gpt2-ggml-f32.bin"), a, W, tok)
     torch.save(rwkv4_weights(a, torch.Generator().manual_seed(a.seed + 1)),
                os.path.join(a.out, "rwkv4.pth"))
+    if a.rwkv52:
+        torch.save(rwkv52_weights(a, torch.Generator().manual_seed(a.seed + 2)),
+                   os.path.join(a.out, "rwkv5.pth"))
     n = sum(t.numel() for t in W.values())
     print("make_models: D %d, %d layers, vocab %d: GPT-2 %.1fM parameters (%.0f MB fp32) -> %s"
           % (a.d_model, a.n_layer, a.vocab, n / 1e6, 4 * n / 1e6, a.out), file=sys.stderr)
