@@ -1,5 +1,7 @@
 #include "seqlab/serve/api.h"
 
+#include "seqlab/text/hf_tokenizer.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -136,21 +138,37 @@ std::vector<std::string> read_stop(const json& b) {
 
 }  // namespace
 
-std::string plain_chat_prompt(const json& messages) {
+void check_messages(const json& messages) {
   if (!messages.is_array() || messages.empty())
     throw bad_request("'messages' must be a non-empty array", "messages");
-  std::string text;
-  for (const auto& m : messages) {
+  for (const auto& m : messages)
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string() || !m.contains("content") ||
         !m["content"].is_string())
       throw bad_request("each message needs a string 'role' and a string 'content'", "messages");
+}
+
+std::string plain_chat_prompt(const json& messages) {
+  check_messages(messages);
+  std::string text;
+  for (const auto& m : messages)
     text += m["role"].get<std::string>() + ": " + m["content"].get<std::string>() + "\n";
-  }
   return text + "assistant:";
 }
 
+namespace {
+
+// A model template's prompt: special-token text (bos_token, <|im_start|>, ...) is read as those
+// tokens and the post-processor adds nothing, as transformers' apply_chat_template(tokenize=True).
+std::vector<int64_t> encode_chat(const Tokenizer* tok, const std::string& text) {
+  if (const auto* hf = dynamic_cast<const HfTokenizer*>(tok))
+    return hf->encode(text, HfEncodeOptions{false, false});
+  return encode(tok, text);
+}
+
+}  // namespace
+
 CompletionRequest parse_request(const std::string& body, bool chat, const Tokenizer* tok,
-                                const Limits& lim) {
+                                const Limits& lim, const ChatTemplate* chat_template) {
   json b;
   try {
     b = json::parse(body);
@@ -163,7 +181,10 @@ CompletionRequest parse_request(const std::string& body, bool chat, const Tokeni
   r.model = get_str(b, "model");
   if (chat) {
     if (!b.contains("messages")) throw bad_request("'messages' is required", "messages");
-    r.prompts = {encode(tok, plain_chat_prompt(b["messages"]))};
+    if (chat_template && chat_template->is_model())
+      r.prompts = {encode_chat(tok, chat_template->apply(b["messages"]))};
+    else
+      r.prompts = {encode(tok, plain_chat_prompt(b["messages"]))};
   } else {
     if (!b.contains("prompt")) throw bad_request("'prompt' is required", "prompt");
     r.prompts = read_prompts(b["prompt"], tok, lim.vocab_size);

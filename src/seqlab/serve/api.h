@@ -2,11 +2,12 @@
 // (CompletionRequest), and every bad field is an ApiError naming it (HTTP 400, OpenAI's
 // {"error": {"message", "type", "code"}}).
 //
-// Chat template (docs/serve.md): the plain one, always. Each message becomes "<role>: <content>\n"
-// and the prompt ends with "assistant:"; the reply's text is what follows. A model's own
-// tokenizer_config.json chat template (Jinja) is not applied.
+// Chat template (docs/serve.md): the model's own where its tokenizer_config.json has one that
+// serve/chat_template.h accepts, else the plain one: each message becomes "<role>: <content>\n"
+// and the prompt ends with "assistant:"; the reply's text is what follows.
 #pragma once
 
+#include "seqlab/serve/chat_template.h"
 #include "seqlab/serve/scheduler.h"
 #include "seqlab/text/tokenizer.h"
 
@@ -49,10 +50,14 @@ struct CompletionRequest {
 };
 
 // Parses a /v1/completions (chat = false) or /v1/chat/completions body. tok may be null (a model
-// without a tokenizer takes token-id prompts only).
+// without a tokenizer takes token-id prompts only). A chat prompt comes from `chat_template`
+// (null: the plain one); a model's own template's text is encoded as transformers encodes it,
+// without the tokenizer's post-processor (the template writes bos_token itself).
 CompletionRequest parse_request(const std::string& body, bool chat, const Tokenizer* tok,
-                                const Limits& lim);
+                                const Limits& lim, const ChatTemplate* chat_template = nullptr);
 
+// A 400 unless messages is a non-empty array of {role, content} with string values.
+void check_messages(const nlohmann::json& messages);
 // The plain chat template applied to messages [{role, content}].
 std::string plain_chat_prompt(const nlohmann::json& messages);
 

@@ -57,6 +57,7 @@ struct Server::Impl {
   ServeConfig cfg;
   std::string id;
   std::unique_ptr<Tokenizer> tok;
+  ChatTemplate chat_template;
   std::unique_ptr<Scheduler> sched;
   Limits lim;
   Metrics metrics;
@@ -351,7 +352,7 @@ void Server::Impl::stream(const CompletionRequest& r, std::vector<Choice> cs,
 void Server::Impl::handle(const httplib::Request& req, httplib::Response& res, bool chat) {
   const auto t0 = Clock::now();
   try {
-    const auto r = parse_request(req.body, chat, tok.get(), lim);
+    const auto r = parse_request(req.body, chat, tok.get(), lim, &chat_template);
     // Found before submitting: a client that resets the connection cannot be looked up.
     const ClientConnection conn(req.remote_addr, req.remote_port, req.local_port);
     auto cs = submit(r);
@@ -375,9 +376,11 @@ void Server::Impl::routes() {
   http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& s) {
     reply(s, 200,
           {{"object", "list"},
-           {"data",
-            json::array(
-                {{{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "seqlab"}}})}});
+           {"data", json::array({{{"id", id},
+                                  {"object", "model"},
+                                  {"created", 0},
+                                  {"owned_by", "seqlab"},
+                                  {"chat_template", chat_template.name()}}})}});
   });
   http.Get("/health", [this](const httplib::Request&, httplib::Response& s) {
     if (stopping)
@@ -429,6 +432,13 @@ Server::Server(const std::string& model_dir, ServeConfig cfg) : impl_(std::make_
   if (lm.model->adapters) lm.model->merge_adapters();
   lm.model->eval();
   m.tok = model_tokenizer(lm, model_dir);
+  m.chat_template = ChatTemplate::load(model_dir);
+  if (m.chat_template.is_model())
+    log_info("serve: chat template: the model's (tokenizer_config.json)");
+  else if (m.chat_template.refused())
+    log_warn("serve: chat template: plain; the model's is refused: {}", m.chat_template.reason());
+  else
+    log_info("serve: chat template: plain ({})", m.chat_template.reason());
   m.sched = std::make_unique<Scheduler>(*lm.model, cfg.scheduler);
   m.lim.max_prompt_tokens = cfg.max_prompt_tokens;
   m.lim.max_output_tokens = cfg.max_output_tokens;
