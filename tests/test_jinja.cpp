@@ -265,3 +265,34 @@ TEST(Jinja, HugeLoopsAndOutputsAreBounded) {
                 .size(),
             90000u);
 }
+
+TEST(Jinja, ArithmeticEdgesStayDefined) {
+  // Found by reading for overflow: each is Python's answer, computed without undefined behaviour.
+  EXPECT_EQ(render("{{ 1 ** (2 ** 62) }} {{ (-1) ** (2 ** 62 + 1) }} {{ 0 ** 0 }}"), "1 -1 1");
+  EXPECT_EQ(render("{{ 'abc'[2::2 ** 62 + (2 ** 62 - 1)] }}"), "c");
+  EXPECT_EQ(render("{{ (-(2 ** 62) * 2) is divisibleby(-1) }}"), "True");
+  EXPECT_EQ(render("{{ 1" + std::string(400, '0') + ".5 > 1 }}"), "True");  // inf, no exception
+  expect_error("{{ (-(2 ** 62) * 2) // -1 }}", "integer overflow");
+}
+
+TEST(Jinja, WorkOnLongStringsCountsAgainstTheBudget) {
+  // 400 iterations each indexing a 256 KiB string: 400 steps by count, 1.6M by bytes read.
+  Json vars = kVars;
+  vars["messages"] = Json::array();
+  for (int i = 0; i < 400; ++i) vars["messages"].push_back({{"role", "user"}, {"content", "x"}});
+  vars["big"] = std::string(1 << 18, 'a');
+  try {
+    render("{% for m in messages %}{{ big[0] }}{% endfor %}", vars);
+    ADD_FAILURE() << "rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("budget"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(render("{% for m in messages[:10] %}{{ big[0] }}{% endfor %}", vars), "aaaaaaaaaa");
+  vars["big"] = std::string((1 << 20) + 1, 'a');
+  try {
+    render("{{ big | list | length }}", vars);
+    ADD_FAILURE() << "rendered";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("too long to list"), std::string::npos) << e.what();
+  }
+}

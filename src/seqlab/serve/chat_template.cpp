@@ -70,7 +70,7 @@ ChatTemplate ChatTemplate::from_config(const json& config, const std::string& wh
     t.tmpl_ = std::move(tmpl);
     t.reason_.clear();
     t.refused_ = false;
-  } catch (const jinja::Error& e) {
+  } catch (const std::exception& e) {  // jinja::Error; anything else would be a bug, not a crash
     t.reason_ = fmt::format("{}: chat_template refused: {}", where, e.what());
   }
   return t;

@@ -14,8 +14,9 @@
 //   functions raise_exception(msg) and namespace(k=v, ...); filters, tests and string methods
 //   listed in jinja_builtins.cpp.
 //
-// Rendering is bounded: a step budget (every expression and statement evaluated counts one), an
-// output size and a string size limit; the parser bounds nesting depth. Every failure is a
+// Rendering is bounded: a step budget (every expression and statement evaluated counts one, and
+// every 64 bytes a string operation reads or writes one more), an output size and a string size
+// limit; the parser bounds nesting depth. Every failure is a
 // jinja::Error, never a crash.
 #pragma once
 
@@ -45,7 +46,7 @@ struct ParseLimits {
 
 struct RenderLimits {
   int64_t max_steps = 1'000'000;
-  size_t max_output_bytes = size_t{16} << 20;  // also the largest string value
+  size_t max_output_bytes = size_t{4} << 20;  // also the largest string or list value
 };
 
 struct Program;  // the parsed template (jinja_ast.h)

@@ -212,6 +212,9 @@ Json as_list(const Value& in, const Call& c) {
   } else if (in.json() && in.get().is_string()) {
     const auto& s = in.get().get_ref<const std::string&>();
     const auto cp = code_points(s);
+    if (cp.size() > (size_t{1} << 20))
+      fail_line(c.line, fmt::format("'{}': a string of {} characters is too long to list", c.name,
+                                    cp.size() - 1));
     for (size_t k = 0; k + 1 < cp.size(); ++k) out.push_back(s.substr(cp[k], cp[k + 1] - cp[k]));
   } else if (!in.undefined()) {
     fail_line(c.line, fmt::format("'{}' cannot iterate over {}", c.name, type_name(in)));
@@ -401,7 +404,8 @@ bool apply_test(const Value& in, const Call& c) {
   const Value& d = c.args[0];  // divisibleby
   if (!d.json() || !d.get().is_number_integer() || d.get().get<int64_t>() == 0)
     fail_line(c.line, "divisibleby needs a non-zero integer");
-  return x % d.get().get<int64_t>() == 0;
+  const int64_t k = d.get().get<int64_t>();
+  return k == -1 || x % k == 0;  // (INT64_MIN % -1 overflows)
 }
 
 Value call_method(const Value& self, const Call& c, const RenderLimits& lim) {

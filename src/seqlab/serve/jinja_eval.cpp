@@ -33,6 +33,17 @@ class Renderer {
     if (++steps_ > lim_.max_steps)
       fail_line(line, fmt::format("the template ran past its budget of {} steps", lim_.max_steps));
   }
+  // Work proportional to data: one step per 64 bytes read or written (8 per list element).
+  void charge(size_t bytes, int line) {
+    steps_ += static_cast<int64_t>(bytes / 64);
+    step(line);
+  }
+  static size_t weight(const Value& v) {
+    if (!v.json()) return 0;
+    const Json& j = v.get();
+    if (j.is_string()) return j.get_ref<const std::string&>().size();
+    return j.is_array() || j.is_object() ? 8 * j.size() : 0;
+  }
   void check_size(size_t n, int line) const {
     if (n > lim_.max_output_bytes)
       fail_line(line, fmt::format("the output would pass {} bytes", lim_.max_output_bytes));
@@ -67,12 +78,14 @@ class Renderer {
   }
 
   void emit(const std::string& s, int line) {
+    charge(s.size(), line);
     check_size(out_.size() + s.size(), line);
     out_ += s;
   }
 
   void loop(const Stmt& s) {
     const Value seq = eval(*s.expr);
+    charge(weight(seq), s.line);
     std::vector<Value> items;
     if (seq.json() && seq.get().is_array()) {
       for (const auto& e : seq.get()) items.push_back(seq.child(e));
@@ -186,6 +199,7 @@ class Renderer {
       return f == obj.ns->end() ? Value{} : f->second;
     }
     const Json& o = obj.get();
+    if (o.is_string()) charge(weight(obj), line);
     if (!key.json()) return {};
     const Json& k = key.get();
     if (o.is_object() && k.is_string()) {
@@ -236,6 +250,7 @@ class Renderer {
       bound[k] = v.get().get<int64_t>();
       given[k] = true;
     }
+    charge(weight(obj), e.line);
     const int64_t stride = bound[2];
     if (stride == 0) fail_line(e.line, "slice step cannot be zero");
     const bool arr = obj.json() && obj.get().is_array();
@@ -254,13 +269,14 @@ class Renderer {
                                   : (stride > 0 ? n : -1);
     Json out = arr ? Json::array() : Json("");
     std::string s;
-    for (int64_t i = start; stride > 0 ? i < stop : i > stop; i += stride) {
+    for (int64_t i = start; stride > 0 ? i < stop : i > stop;) {
       step(e.line);
       const auto u = static_cast<size_t>(i);
       if (arr)
         out.push_back(obj.get()[u]);
       else
         s += obj.get().get_ref<const std::string&>().substr(cp[u], cp[u + 1] - cp[u]);
+      if (__builtin_add_overflow(i, stride, &i)) break;
     }
     return arr ? Value::of(std::move(out)) : Value::of(std::move(s));
   }
@@ -321,6 +337,7 @@ Value Renderer::binary(const Expr& e) {
   }
   if (op == "~") {
     std::string s = to_str(l) + to_str(r);
+    charge(s.size(), e.line);
     check_size(s.size(), e.line);
     return Value::of(std::move(s));
   }
@@ -333,6 +350,8 @@ Value Renderer::arithmetic(const std::string& op, const Value& l, const Value& r
   };
   if (!l.json() || !r.json()) bad();
   const Json &x = l.get(), &y = r.get();
+  if (op == "+" && (x.is_string() || x.is_array()) && x.type() == y.type())
+    charge(weight(l) + weight(r), line);
   if (op == "+" && x.is_string() && y.is_string()) {
     check_size(x.get_ref<const std::string&>().size() + y.get_ref<const std::string&>().size(),
                line);
@@ -380,8 +399,13 @@ Value Renderer::arithmetic(const std::string& op, const Value& l, const Value& r
     res = op == "//" ? q : m;
   } else {  // **
     if (k < 0) return Value::of(std::pow(a, b));
+    // By squaring: 1 ** (2 ** 62) is 62 steps, not 2 ** 62.
     res = 1;
-    for (int64_t n = 0; n < k && !overflow; ++n) overflow = __builtin_mul_overflow(res, i, &res);
+    int64_t base = i;
+    for (int64_t e = k; e > 0 && !overflow; e >>= 1) {
+      if (e & 1) overflow = __builtin_mul_overflow(res, base, &res);
+      if (e > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+    }
   }
   if (overflow) fail_line(line, "integer overflow");
   return Value::of(res);
@@ -397,17 +421,26 @@ Value Renderer::call(const Expr& e) {
     else
       args.push_back(eval(*e.a[i]));
   }
+  size_t in = weight(subject);
+  for (const auto& a : args) in += weight(a);
+  charge(in, e.line);
   const Call c{e.name, args, e.kw, e.line};
+  Value out;
   switch (e.k) {
     case Expr::K::filter:
-      return apply_filter(subject, c, lim_);
+      out = apply_filter(subject, c, lim_);
+      break;
     case Expr::K::test:
       return Value::of(apply_test(subject, c) != e.negate);
     case Expr::K::method:
-      return call_method(subject, c, lim_);
+      out = call_method(subject, c, lim_);
+      break;
     default:
-      return call_function(c);
+      out = call_function(c);
+      break;
   }
+  charge(weight(out), e.line);
+  return out;
 }
 
 }  // namespace

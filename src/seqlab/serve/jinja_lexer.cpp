@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <cstring>
 
 namespace seqlab::serve::jinja {
@@ -125,7 +126,7 @@ class TagLexer {
     p_ = e;
     if (is_float) {
       t.kind = Tok::number;
-      t.d = std::stod(text);
+      t.d = std::strtod(text.c_str(), nullptr);  // no exception: a huge one is inf
       return t;
     }
     if (text.size() > 18) fail_at(t.line, fmt::format("integer literal {} is too large", text));
