@@ -4,14 +4,9 @@
 #include "commands.h"
 #include "dist_cli.h"
 
-#include "seqlab/convert/convert.h"
-#include "seqlab/mixers/hybrid_attention.h"
-#include "seqlab/mixers/registry.h"
+#include "seqlab/convert/convert_dir.h"
 #include "seqlab/core/error.h"
-#include "seqlab/model/model_dir.h"
-#include "seqlab/model/model_task.h"
-#include "seqlab/tasks/registry.h"
-#include "seqlab/train/trainer.h"
+#include "seqlab/train/finetune.h"
 
 #include <fmt/format.h>
 
@@ -32,49 +27,6 @@ struct ConvertArgs {
   Common common;
   DistArgs dp;
 };
-
-// The teacher and its task: rank 0 reads them from --model and hands them to the other ranks of
-// a data-parallel run (configs through the store, weights by broadcast), so only rank 0 needs
-// the directory.
-struct Teacher {
-  LoadedModel model;
-  std::optional<TaskConfig> task;
-};
-
-Teacher load_teacher(const ConvertArgs& a, DataParallel* dp) {
-  Teacher t;
-  if (!dp || dp->root()) {
-    try {
-      SEQLAB_CHECK(!fs::exists(fs::path(a.out) / kConfigFile),
-                   "{} already holds a model; choose another --out", a.out);
-      t.model = load_model_dir(a.model);
-      // (Checked here as well as by convert_model: the other ranks build the teacher from its
-      // config alone, without adapters.)
-      SEQLAB_CHECK(!t.model.model->adapters,
-                   "convert: merge the model's adapters first (finetune --merge)");
-      t.task = model_task(t.model, a.model);
-      if (dp)
-        dp->share("teacher", nlohmann::json{{"model", t.model.config.to_json()},
-                                            {"task", t.task ? t.task->to_json() : nullptr}}
-                                 .dump());
-    } catch (const std::exception& e) {
-      if (dp) dp->publish_error("teacher", e.what());
-      throw;
-    }
-  } else {
-    const auto j = nlohmann::json::parse(dp->share("teacher", ""));
-    t.model.config = ModelConfig::from_json(j["model"], "rank 0's teacher");
-    t.model.model = SeqModel(t.model.config);
-    t.model.model->eval();
-    if (!j["task"].is_null()) t.task = TaskConfig::from_json(j["task"], "rank 0's teacher");
-  }
-  if (dp) {
-    std::vector<torch::Tensor> ts;
-    for (auto& [k, v] : model_tensors(*t.model.model)) ts.push_back(v);
-    dp->broadcast(ts);
-  }
-  return t;
-}
 
 int run_convert(const ConvertArgs& a) {
   ensure_passive_omp_wait();
@@ -98,45 +50,16 @@ int run_convert(const ConvertArgs& a) {
   else if (a.dp.dist.resolved().rank > 0)
     return 0;
   if (dp) check_rows(dp->world_size());
-  const bool root = !dp || dp->root();
-  auto teacher = load_teacher(a, dp.get());
-  const auto& teacher_task = teacher.task;
-  if (a.cfg.to == HybridAttentionImpl::kArch && teacher_task)
-    SEQLAB_CHECK(a.cfg.window <= teacher_task->max_len,
-                 "--window {} is larger than the context the model was trained on ({} tokens)",
-                 a.cfg.window, teacher_task->max_len);
-  auto student = convert_model(*teacher.model.model, a.cfg);
-  nlohmann::json conv = {{"from", a.model}, {"config", a.cfg.to_json()}};
-  std::vector<double> before, after;
-  if (a.cfg.distill_steps > 0) {
-    SEQLAB_CHECK(teacher_task,
-                 "{}: attention transfer needs the task the model was trained on (its config.json "
-                 "has no \"task\" section)",
-                 a.model);
-    const auto& tc = *teacher_task;
-    auto task = make_task(tc);
-    const int64_t len = a.cfg.distill_len > 0 ? a.cfg.distill_len : tc.max_len;
-    SEQLAB_CHECK(len <= teacher.model.config.mixer.max_len,
-                 "--distill-len {} is longer than the model's max context {}", len,
-                 teacher.model.config.mixer.max_len);
-    auto rep = distill_attention(*teacher.model.model, *student, *task, a.cfg, len, dp.get());
-    before = rep.before;
-    after = rep.after;
-    conv["distill"] = {{"steps", rep.steps},        {"length", len},
-                       {"loss_before", rep.before}, {"loss_after", rep.after},
-                       {"seconds", rep.seconds},    {"step_seconds", rep.step_seconds}};
-    if (dp) conv["distill"]["workers"] = dp->world_size();
-  }
-  if (!root) return 0;  // rank 0 writes the model and reports
-  nlohmann::json sections = {{"convert", conv}};
-  if (teacher_task) sections["task"] = teacher_task->to_json();
-  save_model_dir(a.out, *student, sections);
+  const auto r = convert_model_dir(a.model, a.out, a.cfg, dp.get());
+  if (!r.written) return 0;  // rank 0 writes the model and reports
+  const auto& conv = r.convert;
+  const auto &before = r.before, &after = r.after;
   if (a.json) {
     std::cout << nlohmann::json{{"out", a.out}, {"convert", conv}}.dump() << "\n";
     return 0;
   }
-  fmt::print("converted {} (softmax) -> {} ({}): {} parameters\n", a.model, a.out,
-             arch_label(student->config().mixer), count_parameters(*student));
+  fmt::print("converted {} (softmax) -> {} ({}): {} parameters\n", a.model, a.out, r.arch,
+             r.parameters);
   if (!before.empty()) {
     fmt::print("attention transfer, {} steps: {} per layer\n{:>6} {:>10} {:>10}\n",
                a.cfg.distill_steps,
@@ -160,25 +83,23 @@ struct FinetuneArgs {
   CLI::App* sub = nullptr;
 };
 
-// The model config and task to finetune: the --model directory's, with task flags given on the
-// command line overriding its task's fields.
-void finetune_configs(FinetuneArgs& a, ModelConfig& mc, TaskConfig& tc) {
-  SEQLAB_CHECK(!a.model.empty(), "--model is required (the model directory to finetune)");
-  auto j = read_config_json(a.model);
-  const std::string src = (fs::path(a.model) / kConfigFile).string();
-  mc = ModelConfig::from_json(j["model"], src);
-  nlohmann::json tj = j.contains("task") ? j["task"] : nlohmann::json::object();
+// The request: the task flags given on the command line override the model's task's fields.
+FinetuneRequest finetune_request(const FinetuneArgs& a) {
+  FinetuneRequest r;
+  r.model = a.model;
+  r.out = a.out;
   const auto given = a.task.to_json();
   for (auto it = given.begin(); it != given.end(); ++it) {
     std::string flag = it.key();
     for (auto& c : flag)
       if (c == '_') c = '-';
-    if (a.sub->count("--" + flag)) tj[it.key()] = it.value();
+    if (a.sub->count("--" + flag)) r.task_overrides[it.key()] = it.value();
   }
-  SEQLAB_CHECK(tj.contains("task"),
-               "{} does not say which task it was trained on: pass --task (and its options)", src);
-  tc = TaskConfig::from_json(tj, src);
-  a.start.init = a.model;
+  r.train = a.train;
+  r.steps_override = a.sub->count("--steps") ? a.train.steps : 0;
+  r.start = a.start;
+  r.resume = a.resume;
+  return r;
 }
 
 int run_finetune(FinetuneArgs& a) {
@@ -187,21 +108,7 @@ int run_finetune(FinetuneArgs& a) {
   if (a.quiet) log_level() = 0;
   warn_if_reference_blas();
   auto dp = a.dp.join();
-  ModelConfig mc;
-  TaskConfig tc;
-  // Rank 0 reads the configs (the other ranks get them from it in train_model); an error here
-  // reaches them as rank 0's.
-  if (!dp || dp->root()) {
-    try {
-      const bool resuming = a.resume && fs::exists(fs::path(a.out) / kConfigFile);
-      if (!resuming) finetune_configs(a, mc, tc);
-    } catch (const std::exception& e) {
-      if (dp) dp->publish_error("configs", e.what());
-      throw;
-    }
-  }
-  const int64_t steps_override = a.sub->count("--steps") ? a.train.steps : 0;
-  auto r = train_model(mc, tc, a.train, a.out, a.resume, steps_override, 0, a.start, dp.get());
+  auto r = finetune_model_dir(finetune_request(a), dp.get());
   if (dp && !dp->root()) return 0;  // rank 0 reports the run
   if (a.json) {
     std::cout << nlohmann::json{{"out", a.out},

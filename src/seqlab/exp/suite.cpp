@@ -284,8 +284,8 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   return res;
 }
 
-std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt) {
-  const auto path = (fs::path(opt.out) / "results.jsonl").string();
+std::vector<nlohmann::json> read_results(const std::string& out) {
+  const auto path = (fs::path(out) / "results.jsonl").string();
   SEQLAB_CHECK(fs::exists(path), "{}: missing (run the suite first)", path);
   std::vector<nlohmann::json> rows;
   std::stringstream ss(read_file(path));
@@ -297,6 +297,12 @@ std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt) {
       fail("{}:{}: not a JSON row", path, n);
     }
   }
+  return rows;
+}
+
+std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt) {
+  const auto path = (fs::path(opt.out) / "results.jsonl").string();
+  auto rows = read_results(opt.out);
   // Rows written before the input-blind baseline existed get it now (no model is needed), and
   // results.jsonl keeps what the report shows.
   if (add_blind_accuracy(spec.cells, rows) > 0) write_jsonl(path, rows);

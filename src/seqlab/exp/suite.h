@@ -71,6 +71,9 @@ struct SuiteOutcome {
 // and the plots over every finished cell of the whole grid.
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt);
 
+// The rows of <out>/results.jsonl, in file order. Errors: the file is missing, a line is not JSON.
+std::vector<nlohmann::json> read_results(const std::string& out);
+
 // Rebuilds report.md and the plots from <out>/results.jsonl, running no cell. Rows without
 // blind_accuracy (measured before it existed) get it, and results.jsonl is rewritten with it.
 std::string rewrite_report(const SuiteSpec& spec, const SuiteOptions& opt);
