@@ -30,37 +30,12 @@ class FastEngine : public Engine {
   }
 
   void save_state(const std::string& path, int64_t pending) const override {
-    // FastModel writes its own format; the pending token is added to that file's metadata, so
-    // FastModel::load_state still reads it.
-    const std::string tmp = path + ".partial-" + std::to_string(getpid());
-    fm_.save_state(tmp, s_);
-    SafetensorsFile f;
-    try {
-      f = load_safetensors(tmp);
-    } catch (...) {
-      std::filesystem::remove(tmp);
-      throw;
-    }
-    std::filesystem::remove(tmp);
-    f.metadata[kPendingKey] = std::to_string(pending);
-    save_safetensors(path, f.tensors, f.metadata);
+    save_generation_state(fm_, s_, pending, path);
   }
 
   int64_t load_state(const std::string& path) override {
-    DecoderState s = fm_.load_state(path);
-    const auto meta = load_safetensors(path).metadata;
-    int64_t pending = -1;
-    if (auto it = meta.find(kPendingKey); it != meta.end()) {
-      size_t used = 0;
-      try {
-        pending = std::stoll(it->second, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      SEQLAB_CHECK(
-          used == it->second.size() && used > 0 && pending >= -1 && pending < fm_.vocab_size(),
-          "{}: bad {} '{}'", path, kPendingKey, it->second);
-    }
+    DecoderState s;
+    const int64_t pending = load_generation_state(fm_, path, s);
     s_ = std::move(s);
     return pending;
   }
@@ -104,6 +79,43 @@ class TorchEngine : public Engine {
 };
 
 }  // namespace
+
+void save_generation_state(const FastModel& fm, const DecoderState& s, int64_t pending,
+                           const std::string& path) {
+  // FastModel writes its own format; the pending token is added to that file's metadata, so
+  // FastModel::load_state still reads it.
+  const std::string tmp = path + ".partial-" + std::to_string(getpid());
+  fm.save_state(tmp, s);
+  SafetensorsFile f;
+  try {
+    f = load_safetensors(tmp);
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+  std::filesystem::remove(tmp);
+  f.metadata[kPendingKey] = std::to_string(pending);
+  save_safetensors(path, f.tensors, f.metadata);
+}
+
+int64_t load_generation_state(const FastModel& fm, const std::string& path, DecoderState& s) {
+  DecoderState loaded = fm.load_state(path);
+  const auto meta = load_safetensors(path).metadata;
+  int64_t pending = -1;
+  if (auto it = meta.find(kPendingKey); it != meta.end()) {
+    size_t used = 0;
+    try {
+      pending = std::stoll(it->second, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    SEQLAB_CHECK(
+        used == it->second.size() && used > 0 && pending >= -1 && pending < fm.vocab_size(),
+        "{}: bad {} '{}'", path, kPendingKey, it->second);
+  }
+  s = std::move(loaded);
+  return pending;
+}
 
 void Engine::save_state(const std::string&, int64_t) const {
   fail("--save-state needs --engine fast (the {} engine has no state file)", name());

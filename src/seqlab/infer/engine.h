@@ -23,6 +23,9 @@
 
 namespace seqlab::infer {
 
+class FastModel;  // infer/fast_model.h
+struct DecoderState;
+
 class Engine {
  public:
   virtual ~Engine() = default;
@@ -43,6 +46,13 @@ class Engine {
   // Bytes of recurrent state (KV cache, S/z, h/c...) this engine holds for its sequence.
   virtual int64_t state_bytes() const = 0;
 };
+
+// A generation's state file, what --save-state writes (see the header comment): the fast
+// decoder's state file plus the pending token (-1: none). load_generation_state replaces s with
+// the file's state (an error if it belongs to another model) and returns the pending token.
+void save_generation_state(const FastModel& fm, const DecoderState& s, int64_t pending,
+                           const std::string& path);
+int64_t load_generation_state(const FastModel& fm, const std::string& path, DecoderState& s);
 
 // "fast" or "torch" for a causal lm-head model with no unmerged adapters; the model must outlive
 // the torch engine (the fast one copies the weights). "fast" is an error naming the reason for a
