@@ -11,6 +11,8 @@ pkgs=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   wordnet-base gnuplot-nox
   libcpp-httplib-dev
+  # the Python module (python/, docs/python.md): pybind11, PyTorch on the same LibTorch, pytest
+  python3-dev pybind11-dev python3-torch python3-pytest
   # the pretrained teacher's English corpus (scripts/make_english_corpus.py)
   python3 dict-gcide bible-kjv bible-kjv-text fortunes fortunes-min dict-foldoc dict-jargon
   dict-devil
