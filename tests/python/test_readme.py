@@ -26,6 +26,6 @@ def test_readme_example(tmp_path):
     finally:
         os.chdir(cwd)
     printed = out.getvalue().splitlines()
-    assert printed[0].split()[0].startswith("hybrid") and "parameters" in printed[0]
-    assert len(printed) >= 3 and printed[1].strip() and printed[2].startswith(" ") or printed[2]
+    assert printed[0].startswith("hybrid") and printed[0].endswith(" parameters")
+    assert len(printed) >= 3 and printed[1].strip() and "".join(printed[2:]).strip()
     assert (tmp_path / "runs" / "py-hybrid" / "config.json").exists()

@@ -82,3 +82,17 @@ def test_run_suite(tmp_path):
     said = cli("suite", "hierarchy", "--quick", "--only", only, "--out", out, "--no-plots", "-q")
     assert "0 ran, 1 already done" in said
     assert seqlab.read_results(out) == rows
+
+
+def test_progress_goes_to_stderr_as_the_cli(tmp_path, tiny_lm, capfd):
+    opts = ["--steps", 2, "--batch", 2, "--eval-size", 4, "--threads", 1]
+    seqlab.finetune(tiny_lm, tmp_path / "py", steps=2, batch=2, eval_size=4, threads=1)
+    out, err = capfd.readouterr()
+    assert out == "" and err.strip()  # nothing on stdout: the library logs to stderr
+    p = cli("finetune", "--model", tiny_lm, "--out", tmp_path / "cli", *opts, check=False)
+    # The same kinds of lines (the first word of each) as the CLI's stderr.
+    first = lambda text: {l.split()[0] for l in text.replace("\r", "\n").splitlines() if l.strip()}
+    assert first(err) == first(p.stderr)
+    seqlab.finetune(tiny_lm, tmp_path / "quiet", steps=2, batch=2, eval_size=4, threads=1,
+                    quiet=True)
+    assert capfd.readouterr() == ("", "")
