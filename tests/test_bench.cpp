@@ -81,7 +81,7 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
   int lines = 0;
   while (std::getline(csv, line)) {
     ++lines;
-    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 16) << line;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 17) << line;
   }
   EXPECT_EQ(lines, 16);
 
@@ -95,6 +95,24 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
   EXPECT_NE(r.out.find("skipped: context 200"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| floor ms | x floor |"), std::string::npos) << r.out;
 
+  // A batch axis: batch 3 runs on the fast engine only (torch's rows say why), with the issue-35
+  // fields; its tokens/s are the three sequences' together.
+  r = run_seqlab("bench decode --model " + t2r +
+                 " --contexts 8 --gen 4 --engines fast,torch --batch 1,3 --decoder-threads 2 "
+                 "--reps 1 -q --format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto batched = nlohmann::json::parse(r.out);
+  ASSERT_EQ(batched.size(), 2u * 2 * 2);  // batches × engines × {pp, tg}
+  for (const auto& row : batched) {
+    EXPECT_EQ(row["weights"], "f32") << row.dump();
+    if (row["batch"] == 3 && row["engine"] == "torch") {
+      EXPECT_NE(row.value("note", "").find("fast engine only"), std::string::npos) << row.dump();
+      continue;
+    }
+    EXPECT_GT(row[row["test"].get<std::string>() + "_tokens_per_s"].get<double>(), 0) << row.dump();
+    if (row["engine"] == "fast") EXPECT_EQ(row["threads"], 2) << row.dump();
+  }
+  expect_cli_error("bench decode --model " + sm + " --batch 0", "--batch");
   expect_cli_error("bench decode --model " + sm + " --format xml", "--format");
   expect_cli_error("bench decode --model " + sm + " --engines fast,jax", "jax");
 }

@@ -190,6 +190,12 @@ TEST_P(ServeArch, ASessionCacheHitEqualsAColdRunAndPrefillsOnlyNewTokens) {
   const std::vector<int64_t> p1 = {79, 110, 99, 101, 32, 117, 112, 111, 110};
   const auto t1 = generated(run(warm, p1, 6, ""));
   ASSERT_EQ(t1.size(), 6u);
+  // The entry holds the state after 14 tokens at its used size (a softmax KV cache's 14 rows per
+  // layer and kv head, not its preallocated max_len = 128), its 14 tokens and the bookkeeping.
+  const int64_t state_floats =
+      GetParam() == "softmax" ? 2 * 2 * 14 * 32 : 2 * 4 * (8 * 8 + 8 + 1);  // t2r: F = Dh = 8
+  EXPECT_EQ(metric(warm, "seqlab_cache_bytes"),
+            4 * state_floats + 8 * 14 + serve::SessionCache::kEntryOverhead);
   // The next turn extends the first: prompt + completion + new tokens.
   auto p2 = p1;
   p2.insert(p2.end(), t1.begin(), t1.end());

@@ -27,7 +27,7 @@ struct BenchDecodeArgs {
 
 struct DecodeRunArgs {
   std::string model, engine;
-  int64_t context = 0, gen = 0;
+  int64_t context = 0, gen = 0, batch = 1, decoder_threads = 1;
   uint64_t seed = 0;
   Common common;
 };
@@ -47,7 +47,8 @@ int run_bench_decode(BenchDecodeArgs& a) {
 
 int run_decode_worker(DecodeRunArgs& a) {
   a.common.apply();
-  auto m = infer::measure_decode(a.model, a.engine, a.context, a.gen, a.seed);
+  auto m = infer::measure_decode(a.model, a.engine, a.context, a.gen, a.seed, a.batch,
+                                 a.decoder_threads);
   std::cout << nlohmann::json{{"prefill_s", m.prefill_s},
                               {"gen_s", m.gen_s},
                               {"state_bytes", m.state_bytes}}
@@ -85,8 +86,15 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
       ->delimiter(',')
       ->capture_default_str();
   dec->add_option("-o,--format", ba->format, "md, csv or json")->capture_default_str();
-  dec->add_option("--threads", ba->cfg.threads,
-                  "LibTorch threads of the torch engine (the fast decoder uses one)")
+  dec->add_option("--threads", ba->cfg.threads, "LibTorch threads of the torch engine")
+      ->capture_default_str();
+  dec->add_option("--batch", ba->cfg.batches,
+                  "batch sizes, comma-separated: B sequences generated together by the fast "
+                  "engine's batched step (tokens/s summed over them)")
+      ->delimiter(',')
+      ->capture_default_str();
+  dec->add_option("--decoder-threads", ba->cfg.decoder_threads,
+                  "threads of the fast decoder's products (infer::set_threads)")
       ->capture_default_str();
   dec->add_option("--seed", ba->cfg.seed, "seed of the random context tokens")
       ->capture_default_str();
@@ -180,6 +188,8 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
   run->add_option("--context", ra->context)->required();
   run->add_option("--gen", ra->gen)->required();
   run->add_option("--seed", ra->seed);
+  run->add_option("--batch", ra->batch);
+  run->add_option("--decoder-threads", ra->decoder_threads);
   ra->common.add(run);
   actions.push_back({run, [ra] { return run_decode_worker(*ra); }});
 }

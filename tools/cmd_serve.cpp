@@ -22,6 +22,7 @@ struct ServeArgs {
   std::string model;
   serve::ServeConfig cfg;
   double grace_s = 30;
+  int decoder_threads = 1;
   Common common;
 };
 
@@ -36,7 +37,7 @@ const char* kServeHelp =
 
 int run_serve(ServeArgs& a) {
   a.common.apply();
-  infer::set_threads(1);
+  infer::set_threads(a.decoder_threads);
   // The stop signals set a flag (any thread may take them: OpenBLAS starts its own threads
   // before main, so blocking them in ours would not do); one thread watches it and shuts the
   // server down.
@@ -111,6 +112,11 @@ void add_serve_commands(CLI::App& app, Actions& actions) {
                   "seconds requests in flight may take to finish after SIGTERM")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--decoder-threads", a->decoder_threads,
+                  "threads of the decoder's matrix products (split by weight rows; keep it at most "
+                  "the idle cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   sub->add_option("--http-threads", c.http_threads,
                   "connection threads (0 = max-batch + max-queue + 4)")
       ->capture_default_str()

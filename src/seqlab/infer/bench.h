@@ -28,7 +28,11 @@ struct DecodeBenchConfig {
   int64_t gen = 64;
   int64_t reps = 3;
   std::vector<std::string> engines = {"fast", "torch"};
-  int64_t threads = 1;     // LibTorch intra-op threads (the fast decoder is single-threaded)
+  int64_t threads = 1;  // LibTorch intra-op threads of the torch engine
+  // Sequences decoded together (FastModel::step_batch; batch > 1 runs the fast engines only) and
+  // the fast decoder's threads (infer::set_threads).
+  std::vector<int64_t> batches = {1};
+  int64_t decoder_threads = 1;
   uint64_t seed = 0;       // of the random prompt tokens
   std::string worker_exe;  // the seqlab binary, re-executed as `bench decode-run`
   // Throws seqlab::Error naming the flag of a bad value.
@@ -43,14 +47,18 @@ struct DecodeMeasurement {
 };
 
 // Loads the model (merging adapters), builds the engine and times prefill of `context` random
-// tokens (drawn from mix_seed(seed, i)) and `gen` greedy tokens after them.
+// tokens (drawn from mix_seed(seed, i)) and `gen` greedy tokens after them. With batch > 1 (fast
+// engines only): `batch` sequences (row b's tokens from mix_seed(seed + b, i)), prefilled one after
+// another, then generated together, one step_batch per token; the times are the whole batch's.
 DecodeMeasurement measure_decode(const std::string& model_dir, const std::string& engine,
-                                 int64_t context, int64_t gen, uint64_t seed);
+                                 int64_t context, int64_t gen, uint64_t seed, int64_t batch = 1,
+                                 int64_t decoder_threads = 1);
 
-// One output row: a (model, engine, context, test) cell over its repetitions.
+// One output row: a (model, engine, context, batch, test) cell (tokens_per_s: the whole batch's)
+// over its repetitions.
 struct DecodeBenchRow {
-  std::string model, arch, engine, test;  // test: pp | tg
-  int64_t context = 0, tokens = 0, reps = 0;
+  std::string model, arch, engine, test;                 // test: pp | tg
+  int64_t context = 0, batch = 1, tokens = 0, reps = 0;  // tokens: per sequence
   double tokens_per_s = 0, sd = 0, ms_per_token = 0, peak_rss_mb = 0, state_mb = 0;
   double fast_over_torch = 0;  // tg rows when both engines ran: fast tokens/s ÷ torch tokens/s
   // Fast tg rows: the roofline floor per generated token (infer/roofline.h: bytes over the read

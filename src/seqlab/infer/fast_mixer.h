@@ -14,6 +14,7 @@
 #include "seqlab/infer/kernels.h"
 #include "seqlab/mixers/mixer_config.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,11 @@ struct Dense {
   void operator()(const float* x, float* y) const {
     matvec(w.data(), b.empty() ? nullptr : b.data(), x, y, out, in);
   }
+  // The same for n rows X [n,in] -> Y [n,out] of a batched step (matmul_rows_blocked: one pass
+  // over the weights, each row bitwise operator()'s).
+  void rows(const float* X, float* Y, int64_t n) const {
+    matmul_rows_blocked(w.data(), b.empty() ? nullptr : b.data(), X, Y, n, out, in);
+  }
 };
 
 class FastMixer {
@@ -72,14 +78,63 @@ class FastMixer {
   virtual int64_t prefill_scratch_size(int64_t n) const { return scratch_size(); }
   // One token for each of B independent sequences (the server's continuous batch): row i of
   // X [B,D] -> row i of Y [B,D], advancing states[i] at position pos[i]; equal to B step() calls.
-  // The default is that loop; mixers whose cost is mostly projections override it to run them as
-  // one matrix-matrix product over the rows (one pass over the weights), the recurrence per row.
+  // The default is that loop; every mixer here overrides it to run its projections as
+  // matrix-matrix products over the rows (one pass over the weights), the recurrence per row.
   virtual void step_batch(const float* X, float* Y, int64_t B, int64_t D, float* const* states,
                           float* scratch, const int64_t* pos) const {
     for (int64_t i = 0; i < B; ++i) step(X + i * D, Y + i * D, states[i], scratch, pos[i]);
   }
   // Scratch floats step_batch() needs for B rows.
   virtual int64_t batch_scratch_size(int64_t B) const { return scratch_size(); }
+  // The state as kept between requests (the server's session cache) after pos tokens: the floats
+  // that can differ from reset()'s. The default is the whole state; softmax attention keeps only
+  // the pos rows of its KV cache that it has written. unpack(pack(s)) restores s exactly.
+  virtual int64_t packed_size(int64_t pos) const { return state_size(); }
+  virtual void pack(const float* state, int64_t pos, float* out) const {
+    std::copy(state, state + state_size(), out);
+  }
+  virtual void unpack(const float* in, int64_t pos, float* state) const {
+    std::copy(in, in + state_size(), state);
+  }
+};
+
+// A recurrent mixer whose state starts with h [D] and whose step is h' = f(w_ih x, w_hh h, state),
+// y = o(h') (the Elman RNN, GRU, LSTM; w_ih and w_hh [G*D, D] with G gates). This holds the
+// projections, step() and the batched step (every row's h gathered, w_ih and w_hh as products over
+// the B rows, update() per row, o over the new h rows) around the subclass's update().
+class FastGatedRnn : public FastMixer {
+ public:
+  FastGatedRnn(const Weights& w, int64_t D, int64_t gates)
+      : D_(D), w_ih_(w, "w_ih", gates * D, D), w_hh_(w, "w_hh", gates * D, D), o_(w, "o", D, D) {}
+  // Input side w_ih x and hidden side w_hh h, G*D floats each.
+  int64_t scratch_size() const override { return 2 * w_ih_.out; }
+  void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
+    float *xi = scratch, *hh = scratch + w_ih_.out;
+    w_ih_(x, xi);
+    w_hh_(state, hh);  // reads the old h, so update() may overwrite it
+    update(xi, hh, state);
+    o_(state, y);
+  }
+  int64_t batch_scratch_size(int64_t B) const override { return 2 * B * w_ih_.out + 2 * B * D_; }
+  void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
+                  float* scratch, const int64_t*) const override {
+    const int64_t G = w_ih_.out;
+    float *XI = scratch, *HH = XI + B * G, *Hs = HH + B * G, *Hn = Hs + B * D_;
+    for (int64_t i = 0; i < B; ++i) std::copy(states[i], states[i] + D_, Hs + i * D_);
+    w_ih_.rows(X, XI, B);
+    w_hh_.rows(Hs, HH, B);
+    for (int64_t i = 0; i < B; ++i) {
+      update(XI + i * G, HH + i * G, states[i]);
+      std::copy(states[i], states[i] + D_, Hn + i * D_);
+    }
+    o_.rows(Hn, Y, B);
+  }
+
+ protected:
+  // The new state (h first) from the gates' input side xi and hidden side hh, G*D floats each.
+  virtual void update(const float* xi, const float* hh, float* state) const = 0;
+  int64_t D_;
+  Dense w_ih_, w_hh_, o_;  // o_ is the output projection (the module member `o`)
 };
 
 // Builds the fast twin of cfg's mixer from its weights, through the architecture registry

@@ -326,6 +326,42 @@ void FastModel::prefill(const int64_t* tokens, int64_t n, DecoderState& s, float
   }
 }
 
+int64_t FastModel::packed_size(int64_t pos) const {
+  int64_t n = 0;
+  for (const auto& b : blocks_) n += b.mixer->packed_size(pos);
+  return n;
+}
+
+DecoderState FastModel::pack_state(const DecoderState& s) const {
+  SEQLAB_CHECK(static_cast<int64_t>(s.data.size()) == state_size_,
+               "decoder state has {} floats, this model needs {}", s.data.size(), state_size_);
+  DecoderState p;
+  p.pos = s.pos;
+  p.data.resize(packed_size(s.pos));  // exactly: the session cache counts these bytes
+  float* out = p.data.data();
+  for (const auto& b : blocks_) {
+    b.mixer->pack(s.data.data() + b.state_offset, s.pos, out);
+    out += b.mixer->packed_size(s.pos);
+  }
+  return p;
+}
+
+DecoderState FastModel::unpack_state(const DecoderState& packed) const {
+  SEQLAB_CHECK(
+      packed.pos >= 0 && static_cast<int64_t>(packed.data.size()) == packed_size(packed.pos),
+      "packed decoder state has {} floats, this model needs {} at position {}", packed.data.size(),
+      packed_size(packed.pos), packed.pos);
+  DecoderState s;
+  s.pos = packed.pos;
+  s.data.resize(state_size_);
+  const float* in = packed.data.data();
+  for (const auto& b : blocks_) {
+    b.mixer->unpack(in, s.pos, s.data.data() + b.state_offset);
+    in += b.mixer->packed_size(s.pos);
+  }
+  return s;
+}
+
 void FastModel::save_state(const std::string& path, const DecoderState& s) const {
   TensorMap t;
   t["state"] = torch::from_blob(const_cast<float*>(s.data.data()),

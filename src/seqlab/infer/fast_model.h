@@ -52,11 +52,19 @@ class FastModel {
   // One token for each of B independent sequences (continuous batching): tokens [B], states [B]
   // (distinct, each advanced by one position; rows may sit at different positions), logits
   // [B,V] (may be null). Every projection, MLP and the head run as one matrix-matrix product over
-  // the B rows (one pass over the weights); each mixer's recurrence or attention runs per row.
-  // Bitwise equal to B step() calls (tests/test_fast_batch.cpp): the products are
-  // matmul_rows_blocked, one matvec per row with each block of weights reused from cache.
-  // Scratch grows to the largest B seen (an allocation only then).
+  // the B rows (one pass over the weights), in every mixer (FastMixer::step_batch); each mixer's
+  // recurrence or attention runs per row. Bitwise equal to B step() calls
+  // (tests/test_fast_batch.cpp): the products are matmul_rows_blocked's register tiles, which sum
+  // every output in matvec's order. Scratch grows to the largest B seen (an allocation only then).
   void step_batch(const int64_t* tokens, DecoderState* const* states, int64_t B, float* logits);
+
+  // A state at its used size, for keeping between requests (the server's session cache): every
+  // softmax KV cache cut to its pos written rows, every other mixer's state whole (it is constant
+  // in the sequence's length). unpack_state(pack_state(s)) equals s, float for float (the KV rows
+  // past pos are init_state()'s zeros); a packed state of the wrong size is a seqlab::Error.
+  DecoderState pack_state(const DecoderState& s) const;
+  DecoderState unpack_state(const DecoderState& packed) const;
+  int64_t packed_size(int64_t pos) const;  // floats of a packed state after pos tokens
 
   // The state as a file (safetensors: "state" fp32, "pos" int64, metadata naming the model
   // config); load checks that it belongs to this model.

@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -64,24 +66,52 @@ void matvec_one(const float* W, const float* bias, const float* x, float* y, int
     matvec_scalar(W, bias, x, y, rows, cols);
 }
 
-// The row-splitting pool. One job at a time (the decoder is single-threaded above matvec): the
-// caller publishes the job, bumps `generation`, runs part 0 itself and waits until every worker
-// has bumped `done`. No allocation per job.
+// The batched product on one thread: the register-tiled kernels when the columns fill whole
+// vectors (every model width here; a scalar column tail may be contracted into FMAs differently
+// from matvec_avx2's, and the results must stay bitwise matvec's), else one matvec per input row.
+// Y's rows are ldy apart.
+void batch_one(const float* W, const float* bias, const float* X, float* Y, int64_t n, int64_t rows,
+               int64_t cols, int64_t ldy) {
+  const bool avx2 = active_kernel() == Kernel::avx2;
+  if (avx2 && cols % 8 == 0) {
+    matmul_tiles_avx2(W, bias, X, Y, n, rows, cols, ldy);
+  } else if (!avx2) {
+    matmul_tiles_scalar(W, bias, X, Y, n, rows, cols, ldy);
+  } else {
+    for (int64_t i = 0; i < n; ++i) matvec_avx2(W, bias, X + i * cols, Y + i * ldy, rows, cols);
+  }
+}
+
+// The row-splitting pool. One job at a time (the decoder is single-threaded above its products):
+// the caller publishes the job, bumps `generation`, runs part 0 itself and waits until every
+// worker has bumped `done`. A job is a matvec (n = 1) or a batched product over n input rows; each
+// part is a contiguous range of weight rows, for every input. No allocation per job. Workers spin
+// a little between jobs (a step's products come microseconds apart), then sleep on a condition
+// variable, so an idle server's pool costs no CPU.
 class RowPool {
  public:
   explicit RowPool(int n) : n_(n) {
     for (int i = 1; i < n_; ++i) workers_.emplace_back([this, i] { work(i); });
   }
   ~RowPool() {
-    stop_ = true;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
     for (auto& t : workers_) t.join();
   }
   int size() const { return n_; }
-  void run(const float* W, const float* bias, const float* x, float* y, int64_t rows,
+  void run(const float* W, const float* bias, const float* X, float* Y, int64_t n, int64_t rows,
            int64_t cols) {
-    job_ = {W, bias, x, y, rows, cols};
+    job_ = {W, bias, X, Y, n, rows, cols};
     done_.store(0, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    // A worker that counted itself a sleeper checks the generation under mu_ before it waits.
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cv_.notify_all();
+    }
     part(0);
     // Spin briefly, then yield: on a busy machine a descheduled worker must get the core back.
     for (int64_t spins = 0; done_.load(std::memory_order_acquire) != n_ - 1; ++spins)
@@ -93,30 +123,43 @@ class RowPool {
 
  private:
   struct Job {
-    const float *W = nullptr, *bias = nullptr, *x = nullptr;
-    float* y = nullptr;
-    int64_t rows = 0, cols = 0;
+    const float *W = nullptr, *bias = nullptr, *X = nullptr;
+    float* Y = nullptr;
+    int64_t n = 1, rows = 0, cols = 0;
   };
   void part(int i) const {
-    // Contiguous row ranges, multiples of 4 (the AVX2 kernel's row block) except the last.
+    // Contiguous row ranges, multiples of 4 (the AVX2 kernels' row block) except the last, so that
+    // each row is computed by the same code whatever the split.
     const int64_t per = ((job_.rows + n_ - 1) / n_ + 3) / 4 * 4;
     const int64_t r0 = std::min<int64_t>(job_.rows, i * per);
     const int64_t r1 = std::min<int64_t>(job_.rows, r0 + per);
-    if (r1 > r0)
-      matvec_one(job_.W + r0 * job_.cols, job_.bias ? job_.bias + r0 : nullptr, job_.x, job_.y + r0,
-                 r1 - r0, job_.cols);
+    if (r1 <= r0) return;
+    const float* b = job_.bias ? job_.bias + r0 : nullptr;
+    if (job_.n == 1)
+      matvec_one(job_.W + r0 * job_.cols, b, job_.X, job_.Y + r0, r1 - r0, job_.cols);
+    else
+      batch_one(job_.W + r0 * job_.cols, b, job_.X, job_.Y + r0, job_.n, r1 - r0, job_.cols,
+                job_.rows);
   }
   void work(int i) {
     // Generation 0 is "no job yet": a worker that starts late must still run the first job.
     uint64_t seen = 0;
     int64_t idle = 0;
-    while (!stop_) {
+    while (true) {
       const uint64_t g = generation_.load(std::memory_order_acquire);
       if (g == seen) {
-        if (++idle > 2048)
-          std::this_thread::yield();
-        else
+        if (++idle < 2048) {
           _mm_pause();
+        } else if (idle < 20000) {
+          std::this_thread::yield();
+        } else {
+          std::unique_lock<std::mutex> lock(mu_);
+          sleepers_.fetch_add(1, std::memory_order_seq_cst);
+          cv_.wait(lock, [&] { return stop_ || generation_.load() != seen; });
+          sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+          idle = 0;
+        }
+        if (stop_) return;
         continue;
       }
       seen = g;
@@ -128,8 +171,10 @@ class RowPool {
   int n_;
   Job job_;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> done_{0};
+  std::atomic<int> done_{0}, sleepers_{0};
   std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
   std::vector<std::thread> workers_;
 };
 
@@ -151,7 +196,7 @@ int threads() {
 void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
             int64_t cols) {
   if (g_pool && rows * cols >= kParallelWork && rows >= 8)
-    g_pool->run(W, bias, x, y, rows, cols);
+    g_pool->run(W, bias, x, y, 1, rows, cols);
   else
     matvec_one(W, bias, x, y, rows, cols);
 }
@@ -257,44 +302,15 @@ void matmul_rows(const float* W, const float* bias, const float* X, float* Y, in
 
 void matmul_rows_blocked(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                          int64_t rows, int64_t cols) {
-  // The 4-input kernel when the columns fill whole vectors (every model width here): a scalar
-  // column tail may be contracted into FMAs differently from matvec_avx2's, and the results must
-  // stay bitwise matvec's.
-  if (active_kernel() == Kernel::avx2 && !g_pool && n >= 4 && cols % 8 == 0) {
-    // Blocks of 32 weight rows (in cache) against groups of 4 inputs; the rows past the last
-    // multiple of 4 and the inputs past the last group of 4 as matvec_avx2 computes them.
-    const int64_t rows4 = rows - rows % 4, n4 = n - n % 4;
-    constexpr int64_t kBlock = 32;
-    for (int64_t r0 = 0; r0 < rows4; r0 += kBlock) {
-      const int64_t nr = std::min(kBlock, rows4 - r0);
-      for (int64_t i = 0; i < n4; i += 4) {
-        const float* x[4] = {X + i * cols, X + (i + 1) * cols, X + (i + 2) * cols,
-                             X + (i + 3) * cols};
-        float* y[4] = {Y + i * rows + r0, Y + (i + 1) * rows + r0, Y + (i + 2) * rows + r0,
-                       Y + (i + 3) * rows + r0};
-        matmul4_pairs_avx2(W + r0 * cols, bias ? bias + r0 : nullptr, x, y, nr, cols);
-      }
-      for (int64_t i = n4; i < n; ++i)
-        matvec_avx2(W + r0 * cols, bias ? bias + r0 : nullptr, X + i * cols, Y + i * rows + r0, nr,
-                    cols);
-    }
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t r = rows4; r < rows; ++r)
-        Y[i * rows + r] = dot_avx2(W + r * cols, X + i * cols, cols) + (bias ? bias[r] : 0.0f);
+  if (n == 1) {
+    matvec(W, bias, X, Y, rows, cols);
     return;
   }
-  // One matvec per input row, in blocks of 8 input rows: each block reuses the weights while they
-  // are in cache.
-  constexpr int64_t kRowBlock = 8, kOutBlock = 64;
-  for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-    const int64_t i1 = std::min(n, i0 + kRowBlock);
-    for (int64_t r0 = 0; r0 < rows; r0 += kOutBlock) {
-      const int64_t nr = std::min(rows, r0 + kOutBlock) - r0;
-      for (int64_t i = i0; i < i1; ++i)
-        matvec(W + r0 * cols, bias ? bias + r0 : nullptr, X + i * cols, Y + i * rows + r0, nr,
-               cols);
-    }
+  if (g_pool && n * rows * cols >= kParallelWork && rows >= 8) {
+    g_pool->run(W, bias, X, Y, n, rows, cols);
+    return;
   }
+  batch_one(W, bias, X, Y, n, rows, cols, rows);
 }
 
 float dot(const float* a, const float* b, int64_t n) {

@@ -17,11 +17,12 @@ Kernel active_kernel();
 bool cpu_has_avx2_fma();
 const char* kernel_name(Kernel k);
 
-// Threads over output rows (optional, default 1 = the caller only). With n > 1, matvec calls of at
-// least kParallelWork multiply-adds split their rows into n contiguous parts, one per thread of a
-// persistent pool; each row is computed by the same code whatever the split, so results are
-// bitwise equal to one thread. Pool workers spin (yielding) while waiting for work, so keep n at
-// most the number of idle cores; set_threads(1) stops them.
+// Threads over output rows (optional, default 1 = the caller only). With n > 1, matvec and
+// matmul_rows_blocked calls of at least kParallelWork multiply-adds split their weight rows into n
+// contiguous parts, one per thread of a persistent pool; each row is computed by the same code
+// whatever the split, so results are bitwise equal to one thread. Pool workers spin (yielding) for
+// a short while between jobs, then sleep until the next, so keep n at most the number of idle
+// cores; set_threads(1) stops them.
 constexpr int64_t kParallelWork = 1 << 15;
 void set_threads(int n);
 int threads();
@@ -38,12 +39,13 @@ void matvec(const float* W, const float* bias, const float* x, float* y, int64_t
 void matmul_rows(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                  int64_t rows, int64_t cols);
 void set_prefill_tiled(bool on);
-// The same product for a few rows (the server's batched step, infer/fast_model.h step_batch),
-// bitwise matvec's results row by row: with AVX2, 4 or more rows and cols a multiple of 8, each
-// weight vector is loaded once for 4 input rows (blocks of 32 weight rows kept in cache);
-// otherwise one matvec per input row in cache blocks of 8 rows x 64 outputs. matmul_rows' packed
-// GEMM repacks W on every call, which pays for prefill's 64-row chunks but not here (measured 10x
-// slower at 4 rows).
+// The same product for a batch of rows (the server's batched step, infer/fast_model.h step_batch),
+// bitwise matvec's results row by row: register-tiled kernels (AVX2: 2 weight rows x 6 inputs in
+// 12 accumulators; scalar twin: 4 x 4) that read each block of weights once for all n inputs, with
+// no repacking (matmul_rows' packed GEMM repacks W on every call, which pays for prefill's 64-row
+// chunks but not here: measured 10x slower at 4 rows). With set_threads(n > 1) and at least
+// kParallelWork multiply-adds, the weight rows are split among the threads (one synchronisation per
+// product), bitwise the same results.
 void matmul_rows_blocked(const float* W, const float* bias, const float* X, float* Y, int64_t n,
                          int64_t rows, int64_t cols);
 bool prefill_tiled();

@@ -21,14 +21,6 @@ void matvec_scalar(const float* W, const float* bias, const float* x, float* y, 
   }
 }
 
-static __attribute__((target("avx2,fma"))) float hsum256(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_hadd_ps(lo, lo);
-  lo = _mm_hadd_ps(lo, lo);
-  return _mm_cvtss_f32(lo);
-}
-
 __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t n) {
   __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
   int64_t c = 0;
@@ -41,39 +33,6 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   float s = hsum256(_mm256_add_ps(s0, s1));
   for (; c < n; ++c) s += a[c] * b[c];
   return s;
-}
-
-// Four inputs times two weight rows at a time (the server's batch): each weight vector is loaded
-// once for four inputs. Every (row, input) pair has one accumulator summed over the columns in
-// order, exactly as matvec_avx2's rows below a multiple of 4, whose results these are bitwise;
-// rows past the last multiple of 4 go through dot_avx2 as there. W, bias are offset to row r0 by
-// the caller; rows here is even.
-__attribute__((target("avx2,fma"))) void matmul4_pairs_avx2(const float* W, const float* bias,
-                                                            const float* const* x, float* const* y,
-                                                            int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; r += 2) {
-    const float *w0 = W + r * cols, *w1 = w0 + cols;
-    __m256 a[2][4];
-    for (int i = 0; i < 4; ++i) a[0][i] = a[1][i] = _mm256_setzero_ps();
-    int64_t c = 0;
-    for (; c + 8 <= cols; c += 8) {
-      const __m256 v0 = _mm256_loadu_ps(w0 + c), v1 = _mm256_loadu_ps(w1 + c);
-      for (int i = 0; i < 4; ++i) {
-        const __m256 xv = _mm256_loadu_ps(x[i] + c);
-        a[0][i] = _mm256_fmadd_ps(v0, xv, a[0][i]);
-        a[1][i] = _mm256_fmadd_ps(v1, xv, a[1][i]);
-      }
-    }
-    for (int i = 0; i < 4; ++i) {
-      float s0 = hsum256(a[0][i]), s1 = hsum256(a[1][i]);
-      for (int64_t k = c; k < cols; ++k) {
-        s0 += w0[k] * x[i][k];
-        s1 += w1[k] * x[i][k];
-      }
-      y[i][r] = s0 + (bias ? bias[r] : 0.0f);
-      y[i][r + 1] = s1 + (bias ? bias[r + 1] : 0.0f);
-    }
-  }
 }
 
 // Four rows at a time: x is loaded once per 8 columns for four weight rows.

@@ -120,7 +120,7 @@ void Scheduler::admit() {
     std::optional<SessionCache::Hit> hit;
     if (!r->params.echo) hit = cache_.lookup(r->prompt, r->params.session);
     if (hit) {
-      r->state_ = std::move(hit->state);
+      r->state_ = fm_.unpack_state(hit->state);  // the cache keeps states packed
       r->prefilled_ = hit->tokens;
       std::lock_guard<std::mutex> lock(r->mu_);
       r->out_.cached_tokens = hit->tokens;
@@ -221,7 +221,7 @@ void Scheduler::retire(Request& r, const std::string& reason, const std::string&
     for (const auto& t : r.out_.tokens)
       if (static_cast<int64_t>(seq.size()) < r.state_.pos) seq.push_back(t.token);
     if (static_cast<int64_t>(seq.size()) == r.state_.pos)
-      cache_.insert(std::move(seq), std::move(r.state_), r.params.session);
+      cache_.insert(std::move(seq), fm_.pack_state(r.state_), r.params.session);
     stats_.requests_finished += 1;
   } else if (reason == "error") {
     stats_.requests_failed += 1;

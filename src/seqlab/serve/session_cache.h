@@ -1,7 +1,9 @@
 // The session cache: finished requests' decoder states, keyed by the token sequence each state has
 // consumed, so that a later prompt extending a cached sequence starts from that state and prefills
 // only its new tokens (llama.cpp's prompt cache; for a recurrent model each entry is a few KiB
-// whatever the conversation's length, for softmax attention it is the whole preallocated KV cache).
+// whatever the conversation's length, for softmax attention it is the KV cache at its used length).
+// The scheduler keeps states packed (infer::FastModel::pack_state: a softmax KV cache cut to the
+// positions it has written) and unpacks a hit; an entry's bytes are the packed state's.
 //
 // Bounded by a byte budget with least-recently-used eviction. An entry costs its state's floats,
 // its tokens and a fixed overhead (kEntryOverhead); one larger than the whole budget is not kept.

@@ -11,27 +11,17 @@ namespace seqlab::infer {
 
 namespace {
 
-class FastElman : public FastMixer {
+class FastElman : public FastGatedRnn {
  public:
-  FastElman(const MixerConfig& cfg, const Weights& w)
-      : D_(cfg.d_model), w_ih_(w, "w_ih", D_, D_), w_hh_(w, "w_hh", D_, D_), o_(w, "o", D_, D_) {}
+  FastElman(const MixerConfig& cfg, const Weights& w) : FastGatedRnn(w, cfg.d_model, 1) {}
   int64_t state_size() const override { return D_; }
-  // Input side w_ih x and hidden side w_hh h, [D] each.
-  int64_t scratch_size() const override { return 2 * D_; }
   void reset(float* state) const override { std::fill(state, state + D_, 0.0f); }
 
-  void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
-    float* h = state;
-    float *xi = scratch, *hh = scratch + D_;
-    w_ih_(x, xi);  // [D], bias b_ih included
-    w_hh_(h, hh);  // [D], bias b_hh included; reads the old h
-    for (int64_t d = 0; d < D_; ++d) h[d] = std::tanh(xi[d] + hh[d]);
-    o_(h, y);
-  }
-
  private:
-  int64_t D_;
-  Dense w_ih_, w_hh_, o_;
+  // h from the input side xi [D] and hidden side hh [D] (both with their biases).
+  void update(const float* xi, const float* hh, float* h) const override {
+    for (int64_t d = 0; d < D_; ++d) h[d] = std::tanh(xi[d] + hh[d]);
+  }
 };
 
 }  // namespace

@@ -17,23 +17,17 @@ float sigmoid(float v) {
   return 1.0f / (1.0f + std::exp(-v));
 }
 
-class FastLSTM : public FastMixer {
+class FastLSTM : public FastGatedRnn {
  public:
-  FastLSTM(const MixerConfig& cfg, const Weights& w)
-      : D_(cfg.d_model),
-        w_ih_(w, "w_ih", 4 * D_, D_),
-        w_hh_(w, "w_hh", 4 * D_, D_),
-        o_(w, "o", D_, D_) {}
+  FastLSTM(const MixerConfig& cfg, const Weights& w) : FastGatedRnn(w, cfg.d_model, 4) {}
   int64_t state_size() const override { return 2 * D_; }
-  // Input side xi [4D] and hidden side hh [4D], rows i|f|g|o.
-  int64_t scratch_size() const override { return 8 * D_; }
   void reset(float* state) const override { std::fill(state, state + 2 * D_, 0.0f); }
 
-  void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
+ private:
+  // h and c (state = h | c) from the gates' input side xi [4D] and hidden side hh [4D] (rows
+  // i|f|g|o).
+  void update(const float* xi, const float* hh, float* state) const override {
     float *h = state, *c = state + D_;
-    float *xi = scratch, *hh = scratch + 4 * D_;
-    w_ih_(x, xi);  // [4D]
-    w_hh_(h, hh);  // [4D]; reads the old h, so h can be overwritten below
     for (int64_t d = 0; d < D_; ++d) {
       const float i_gate = sigmoid(xi[d] + hh[d]);
       const float f_gate = sigmoid(xi[D_ + d] + hh[D_ + d]);
@@ -42,12 +36,7 @@ class FastLSTM : public FastMixer {
       c[d] = f_gate * c[d] + i_gate * cand;
       h[d] = o_gate * std::tanh(c[d]);
     }
-    o_(h, y);
   }
-
- private:
-  int64_t D_;
-  Dense w_ih_, w_hh_, o_;  // o_ is the output projection (the module member `o`)
 };
 
 }  // namespace

@@ -54,15 +54,39 @@ class FastMamba : public FastMixer {
   void reset(float* state) const override { std::fill(state, state + state_size(), 0.0f); }
 
   void step(const float* x, float* out, float* state, float* scratch, int64_t) const override {
-    float *conv = state, *h = state + E_ * (K_ - 1);
     float *xz = scratch, *xc = xz + 2 * E_, *dbc = xc + E_, *delta = dbc + R_ + 2 * N_,
           *y = delta + E_;
-    const float* z = xz + E_;
     in_proj_(x, xz);  // [2E]: xs | z
+    conv(xz, xc, state);
+    x_proj_(xc, dbc);      // [R+2N]: dt_in | B | C
+    dt_proj_(dbc, delta);  // [E], reads dt_in = dbc[0, R)
+    scan(xz, xc, dbc, delta, y, state);
+    o_(y, out);
+  }
+  // Per row as step's scratch, plus dt_in gathered [R] (dt_proj's rows must be contiguous).
+  int64_t batch_scratch_size(int64_t B) const override { return B * (scratch_size() + R_); }
+  void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
+                  float* scratch, const int64_t*) const override {
+    float *XZ = scratch, *XC = XZ + B * 2 * E_, *DBC = XC + B * E_, *DT = DBC + B * (R_ + 2 * N_),
+          *DL = DT + B * R_, *YS = DL + B * E_;
+    const int64_t nd = R_ + 2 * N_;
+    in_proj_.rows(X, XZ, B);
+    for (int64_t i = 0; i < B; ++i) conv(XZ + i * 2 * E_, XC + i * E_, states[i]);
+    x_proj_.rows(XC, DBC, B);
+    for (int64_t i = 0; i < B; ++i) std::copy(DBC + i * nd, DBC + i * nd + R_, DT + i * R_);
+    dt_proj_.rows(DT, DL, B);
+    for (int64_t i = 0; i < B; ++i)
+      scan(XZ + i * 2 * E_, XC + i * E_, DBC + i * nd, DL + i * E_, YS + i * E_, states[i]);
+    o_.rows(YS, Y, B);
+  }
+
+ private:
+  // The depthwise causal conv over [window; xs] (K taps, oldest first) into xc [E] (after SiLU),
+  // sliding each channel's window (the state's first E (K-1) floats).
+  void conv(const float* xz, float* xc, float* state) const {
     for (int64_t e = 0; e < E_; ++e) {
-      // Depthwise causal conv over [conv_e; xs_e] (K taps, oldest first), then slide the window.
       const float* wk = conv_w_.data() + e * K_;
-      float* win = conv + e * (K_ - 1);
+      float* win = state + e * (K_ - 1);
       float acc = 0;
       for (int64_t k = 0; k + 1 < K_; ++k) acc += win[k] * wk[k];
       acc += xz[e] * wk[K_ - 1];
@@ -72,8 +96,13 @@ class FastMamba : public FastMixer {
         win[K_ - 2] = xz[e];
       }
     }
-    x_proj_(xc, dbc);      // [R+2N]: dt_in | B | C
-    dt_proj_(dbc, delta);  // [E], reads dt_in = dbc[0, R)
+  }
+  // The selective scan from xz (z at E..2E), xc, dbc (B at R, C at R+N) and delta [E]: advances h
+  // (the state after the conv windows), writes y [E].
+  void scan(const float* xz, const float* xc, const float* dbc, const float* delta, float* y,
+            float* state) const {
+    float* h = state + E_ * (K_ - 1);
+    const float* z = xz + E_;
     const float* B = dbc + R_;
     const float* C = B + N_;
     for (int64_t e = 0; e < E_; ++e) {
@@ -88,10 +117,8 @@ class FastMamba : public FastMixer {
       }
       y[e] = (acc + skip_[e] * xc[e]) * silu(z[e]);
     }
-    o_(y, out);
   }
 
- private:
   int64_t D_, E_, N_, K_, R_;
   Dense in_proj_, x_proj_, dt_proj_, o_;
   std::vector<float> conv_w_, conv_b_;  // [E][K] (conv1d.weight [E,1,K]), [E]

@@ -49,16 +49,42 @@ class FastQRNN : public FastMixer {
     } else {
       w_ih_(x, g);  // [G*D]
     }
+    pool(g, c, h);
+    o_(h, y);
+  }
+  // The rows' windows [B, K*D], gate pre-activations [B, G*D], h [B, D].
+  int64_t batch_scratch_size(int64_t B) const override { return B * (K_ * D_ + G_ * D_ + D_); }
+  void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
+                  float* scratch, const int64_t*) const override {
+    float *win = scratch, *g = win + B * K_ * D_, *h = g + B * G_ * D_;
+    for (int64_t i = 0; i < B; ++i) {
+      const float* x = X + i * D_;
+      float* w = win + i * K_ * D_;
+      if (K_ == 2) {  // columns x_{t-1} | x_t, as w_ih's
+        float* x_prev = states[i] + D_;
+        std::copy(x_prev, x_prev + D_, w);
+        std::copy(x, x + D_, w + D_);
+        std::copy(x, x + D_, x_prev);
+      } else {
+        std::copy(x, x + D_, w);
+      }
+    }
+    w_ih_.rows(win, g, B);
+    for (int64_t i = 0; i < B; ++i) pool(g + i * G_ * D_, states[i], h + i * D_);
+    o_.rows(h, Y, B);
+  }
+
+ private:
+  // The pooling from the gate pre-activations g [G*D] (z|f|o): advances c [D], writes h [D].
+  void pool(const float* g, float* c, float* h) const {
     for (int64_t d = 0; d < D_; ++d) {
       const float z = std::tanh(g[d]);
       const float f = sigmoid(g[D_ + d]);
       c[d] = z + f * (c[d] - z);
       h[d] = G_ == 3 ? sigmoid(g[2 * D_ + d]) * c[d] : c[d];
     }
-    o_(h, y);
   }
 
- private:
   int64_t D_, K_, G_;  // width, window (1 | 2), gates (2 = z|f, 3 = z|f|o)
   Dense w_ih_, o_;     // o_ is the output projection (the module member `o`)
 };

@@ -64,9 +64,28 @@ class FastS4D : public FastMixer {
   void reset(float* state) const override { std::fill(state, state + 2 * D_ * M_, 0.0f); }
 
   void step(const float* x, float* y, float* state, float* scratch, int64_t) const override {
-    float *s_re = state, *s_im = state + D_ * M_;
     float *u = scratch, *ys = scratch + D_;
     w_ih_(x, u);  // [D]
+    scan(u, ys, state);
+    gelu(ys, D_);  // exact (erf), as torch::gelu's default
+    o_(ys, y);
+  }
+  // u = w_ih(x) and the SSM outputs, [B,D] each.
+  int64_t batch_scratch_size(int64_t B) const override { return 2 * B * D_; }
+  void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
+                  float* scratch, const int64_t*) const override {
+    float *U = scratch, *YS = scratch + B * D_;
+    w_ih_.rows(X, U, B);
+    for (int64_t i = 0; i < B; ++i) scan(U + i * D_, YS + i * D_, states[i]);
+    for (int64_t i = 0; i < B; ++i) gelu(YS + i * D_, D_);
+    o_.rows(YS, Y, B);
+  }
+
+ private:
+  // One token of the diagonal SSM from u [D]: advances the state (s_re | s_im), writes ys [D]
+  // (before the GELU).
+  void scan(const float* u, float* ys, float* state) const {
+    float *s_re = state, *s_im = state + D_ * M_;
     for (int64_t d = 0; d < D_; ++d) {
       float acc = 0;  // Re(sum_m C_m s'_m)
       for (int64_t m = 0; m < M_; ++m) {
@@ -79,11 +98,8 @@ class FastS4D : public FastMixer {
       }
       ys[d] = 2 * acc + skip_[d] * u[d];
     }
-    gelu(ys, D_);  // exact (erf), as torch::gelu's default
-    o_(ys, y);
   }
 
- private:
   int64_t D_, M_;
   Dense w_ih_, o_;
   std::vector<float> a_re_, a_im_, b_re_, b_im_;  // Abar, Bbar [D][M]

@@ -9,6 +9,7 @@
 #include "seqlab/mixers/registry.h"
 #include "seqlab/mixers/softmax_attention.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace seqlab::infer {
@@ -65,6 +66,21 @@ class FastSoftmax : public FastMixer {
       attend(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, states[i], p, pos[i]);
     }
     matmul_rows_blocked(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, B, D_, D_);
+  }
+  // Packed: K rows 0..pos-1 of each kv head, then V's; the rows past pos are reset()'s zeros.
+  int64_t packed_size(int64_t pos) const override { return 2 * std::min(pos, L_) * Dkv_; }
+  void pack(const float* state, int64_t pos, float* out) const override {
+    const int64_t n = std::min(pos, L_) * Dh_;
+    for (int64_t kv = 0; kv < 2 * G_; ++kv)  // K's heads, then V's, each [L][Dh]
+      out = std::copy(state + kv * L_ * Dh_, state + kv * L_ * Dh_ + n, out);
+  }
+  void unpack(const float* in, int64_t pos, float* state) const override {
+    const int64_t n = std::min(pos, L_) * Dh_;
+    for (int64_t kv = 0; kv < 2 * G_; ++kv) {
+      float* head = state + kv * L_ * Dh_;
+      std::copy(in + kv * n, in + (kv + 1) * n, head);
+      std::fill(head + n, head + L_ * Dh_, 0.0f);
+    }
   }
 
  private:
