@@ -1,7 +1,8 @@
 // Fuzzes the OpenAI request bodies `seqlab serve` reads (serve/api.h) on arbitrary bytes: each
 // input is parsed as a /v1/completions and as a /v1/chat/completions body, with the byte tokenizer
-// and with none (a model that takes token ids only), as the server's handler does before anything
-// reaches the scheduler. ApiError is the expected answer to a bad body; any other exception means
+// and with none (a model that takes token ids only), a chat also through a model's chat template
+// (serve/chat_template.h, a ChatML one), as the server's handler does before anything reaches the
+// scheduler. ApiError is the expected answer to a bad body; any other exception means
 // a field escaped validation (the server would still answer 400, but with a library's message
 // instead of one naming the field), so it is a finding.
 // Oracles: an accepted request is within the limits the scheduler relies on (non-empty prompts no
@@ -63,10 +64,11 @@ void check_accepted(const CompletionRequest& r, const serve::Limits& lim) {
   if (r.chat && r.echo) fuzz::finding("a chat request accepted echo");
 }
 
-void parse_one(const std::string& body, bool chat, const Tokenizer* tok) {
+void parse_one(const std::string& body, bool chat, const Tokenizer* tok,
+               const serve::ChatTemplate* tmpl = nullptr) {
   const auto lim = limits();
   try {
-    check_accepted(serve::parse_request(body, chat, tok, lim), lim);
+    check_accepted(serve::parse_request(body, chat, tok, lim, tmpl), lim);
   } catch (const ApiError& e) {
     if (e.status != 400 || e.code.empty()) fuzz::finding(fmt::format("ApiError {}", e.status));
   } catch (const Error&) {
@@ -119,11 +121,19 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const auto byte_tok = make_tokenizer("byte");
+  static const auto chatml = serve::ChatTemplate::from_config(
+      {{"chat_template",
+        "{% for m in messages %}{{ '<|im_start|>' + m['role'] + '\n' + m['content'] | trim + "
+        "'<|im_end|>\n' }}{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+        "{% endif %}"}},
+      "fuzz");
+  if (!chatml.is_model()) fuzz::finding("the ChatML template is refused: " + chatml.reason());
   const std::string body(reinterpret_cast<const char*>(data), size);
   for (bool chat : {false, true}) {
     parse_one(body, chat, byte_tok.get());
     parse_one(body, chat, nullptr);
   }
+  parse_one(body, true, byte_tok.get(), &chatml);
   check_utf8(body);
   return 0;
 }
