@@ -147,7 +147,8 @@ def main():
                "context": context, "gen": a.gen, "rep": a.rep,
                "weight_bytes": r.pop("weight_bytes") if "weight_bytes" in r else weight_bytes(path),
                "load_avg_before": round(load, 2), "wall_s": round(time.time() - t0, 2),
-               "machine": machine, "cores": os.cpu_count()}
+               "machine": machine, "cores": os.cpu_count(),
+               "seqlab_built": os.environ.get("SEQLAB_BUILT")}
         row.update(r)
         with open(results, "a") as f:
             f.write(json.dumps(row, sort_keys=True) + "\n")

@@ -92,6 +92,9 @@ def markdown(groups, rows, peers, commit):
         lines.append("Peers: rwkv.cpp %s (ggml %s), ggml gpt-2 at %s; seqlab %s."
                      % (peers["rwkv.cpp"]["commit"][:10], peers["rwkv.cpp"]["ggml_submodule"][:10],
                         peers["ggml"]["commit"][:10], commit or "?"))
+    built = {r.get("seqlab_built") for r in rows if r.get("seqlab_built")}
+    if built:
+        lines.append("seqlab binary: built %s." % ", ".join(sorted(built)))
     lines.append("")
     lines.append("| context | threads | engine | model | weights | weight MB | tg tokens/s | "
                  "ms/token | pp tokens/s | peak RSS MiB | GB/s | tg / rwkv.cpp f32 | "

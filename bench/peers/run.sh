@@ -38,6 +38,8 @@ done
 [ -x "$SEQLAB" ] || { echo "run.sh: $SEQLAB not found (build seqlab first)" >&2; exit 2; }
 OUT=$(cd "$OUT" && pwd)
 M=$OUT/models
+# Provenance for the rows: build/seqlab may come from a working tree with uncommitted changes.
+export SEQLAB_BUILT="$(date -u -r "$SEQLAB" +%FT%TZ) $(git -C "$ROOT" describe --always --dirty)"
 cp "$SEQLAB" "$OUT/bin/seqlab"
 SEQLAB=$OUT/bin/seqlab
 
