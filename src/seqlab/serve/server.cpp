@@ -432,13 +432,7 @@ Server::Server(const std::string& model_dir, ServeConfig cfg) : impl_(std::make_
   if (lm.model->adapters) lm.model->merge_adapters();
   lm.model->eval();
   m.tok = model_tokenizer(lm, model_dir);
-  m.chat_template = ChatTemplate::load(model_dir);
-  if (m.chat_template.is_model())
-    log_info("serve: chat template: the model's (tokenizer_config.json)");
-  else if (m.chat_template.refused())
-    log_warn("serve: chat template: plain; the model's is refused: {}", m.chat_template.reason());
-  else
-    log_info("serve: chat template: plain ({})", m.chat_template.reason());
+  m.chat_template = ChatTemplate::load(model_dir);  // logged once bound (bind())
   m.sched = std::make_unique<Scheduler>(*lm.model, cfg.scheduler);
   m.lim.max_prompt_tokens = cfg.max_prompt_tokens;
   m.lim.max_output_tokens = cfg.max_output_tokens;
@@ -471,6 +465,13 @@ int Server::bind() {
                  port);
   }
   m.http.raise_backlog();
+  // Logged here, not when loading: a server that fails to start says one line, its error.
+  if (m.chat_template.is_model())
+    log_info("serve: chat template: the model's (tokenizer_config.json)");
+  else if (m.chat_template.refused())
+    log_warn("serve: chat template: plain; the model's is refused: {}", m.chat_template.reason());
+  else
+    log_info("serve: chat template: plain ({})", m.chat_template.reason());
   return port;
 }
 
