@@ -27,4 +27,8 @@ class CMakeBuild(build_ext):
         shutil.copy2(built, target)
 
 
-setup(ext_modules=[Extension("seqlab._seqlab", sources=[])], cmdclass={"build_ext": CMakeBuild})
+# setuptools' own scratch (build/pip, seqlab.egg-info) stays under build/, out of the source tree.
+PIP_BUILD = "build/pip"
+os.makedirs(ROOT / PIP_BUILD, exist_ok=True)
+setup(ext_modules=[Extension("seqlab._seqlab", sources=[])], cmdclass={"build_ext": CMakeBuild},
+      options={"build": {"build_base": PIP_BUILD}, "egg_info": {"egg_base": PIP_BUILD}})
