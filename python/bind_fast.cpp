@@ -100,23 +100,8 @@ struct Options {
 std::vector<int64_t> generation_inputs(const Fast& f, const FastState& st,
                                        const std::vector<int64_t>& prompt, int64_t max_tokens,
                                        bool resumed) {
-  std::vector<int64_t> inputs;
-  if (st.pending >= 0) inputs.push_back(st.pending);
-  inputs.insert(inputs.end(), prompt.begin(), prompt.end());
-  if (inputs.empty() && st.s.pos == 0 && f.tok) inputs.push_back(f.tok->eos_id());
-  SEQLAB_CHECK(!inputs.empty(), "nothing to continue from: the prompt is empty{}",
-               resumed ? " and the state has no pending token" : "");
-  const int64_t start = st.s.pos, n_in = static_cast<int64_t>(inputs.size());
-  if (f.limit >= 0) {
-    SEQLAB_CHECK(start + n_in <= f.limit,
-                 "the prompt is {} tokens{} and the model's max context is {}", n_in,
-                 start > 0 ? fmt::format(" after {} in the state", start) : "", f.limit);
-    SEQLAB_CHECK(start + n_in + max_tokens - 1 <= f.limit,
-                 "--max-new {} does not fit: the model's max context is {}, {} tokens are "
-                 "taken, so at most {} new tokens fit",
-                 max_tokens, f.limit, start + n_in, f.limit - start - n_in + 1);
-  }
-  return inputs;
+  return infer::generation_inputs(st.pending, prompt, f.tok ? f.tok->eos_id() : -1, st.s.pos,
+                                  f.limit, max_tokens, resumed);
 }
 
 // One generation on one state: consumes the inputs, then samples a token per next() call.

@@ -119,28 +119,12 @@ int run_generate(GenerateArgs& a) {
   if (!choice.notice.empty()) log_warn("{}", choice.notice);
   auto engine = infer::make_engine(choice.engine, *lm.model);
   // The tokens to consume before sampling: a loaded state's pending token, then the prompt.
-  std::vector<int64_t> inputs;
-  if (!a.load_state.empty()) {
-    const int64_t pending = engine->load_state(a.load_state);
-    if (pending >= 0) inputs.push_back(pending);
-  }
-  inputs.insert(inputs.end(), prompt.begin(), prompt.end());
-  if (inputs.empty() && engine->pos() == 0 && tok)
-    inputs.push_back(tok->eos_id());  // a new document
-  SEQLAB_CHECK(!inputs.empty(), "nothing to continue from: the prompt is empty{}",
-               a.load_state.empty() ? "" : " and the state has no pending token");
-  const int64_t start = engine->pos(), limit = infer::max_sequence(*lm.model);
+  const int64_t pending_in = a.load_state.empty() ? -1 : engine->load_state(a.load_state);
+  const int64_t start = engine->pos();
+  const auto inputs =
+      infer::generation_inputs(pending_in, prompt, tok ? tok->eos_id() : -1, start,
+                               infer::max_sequence(*lm.model), a.max_new, !a.load_state.empty());
   const int64_t n_in = static_cast<int64_t>(inputs.size());
-  if (limit >= 0) {
-    SEQLAB_CHECK(start + n_in <= limit,
-                 "the prompt is {} tokens{} and the model's max context is {}", n_in,
-                 start > 0 ? fmt::format(" after {} in the state", start) : "", limit);
-    // The last sampled token stays pending (not consumed), so max_new tokens consume max_new - 1.
-    SEQLAB_CHECK(start + n_in + a.max_new - 1 <= limit,
-                 "--max-new {} does not fit: the model's max context is {}, {} tokens are "
-                 "taken, so at most {} new tokens fit",
-                 a.max_new, limit, start + n_in, limit - start - n_in + 1);
-  }
 
   // Every check is done: from here on, output.
   infer::Sampler sampler(a.sampler, V);

@@ -166,3 +166,28 @@ int64_t max_sequence(SeqModelImpl& model) {
 }
 
 }  // namespace seqlab::infer
+
+namespace seqlab::infer {
+
+std::vector<int64_t> generation_inputs(int64_t pending, const std::vector<int64_t>& prompt,
+                                       int64_t eos, int64_t pos, int64_t limit, int64_t max_new,
+                                       bool resumed) {
+  std::vector<int64_t> inputs;
+  if (pending >= 0) inputs.push_back(pending);
+  inputs.insert(inputs.end(), prompt.begin(), prompt.end());
+  if (inputs.empty() && pos == 0 && eos >= 0) inputs.push_back(eos);  // a new document
+  SEQLAB_CHECK(!inputs.empty(), "nothing to continue from: the prompt is empty{}",
+               resumed ? " and the state has no pending token" : "");
+  const int64_t n_in = static_cast<int64_t>(inputs.size());
+  if (limit >= 0) {
+    SEQLAB_CHECK(pos + n_in <= limit, "the prompt is {} tokens{} and the model's max context is {}",
+                 n_in, pos > 0 ? fmt::format(" after {} in the state", pos) : "", limit);
+    SEQLAB_CHECK(pos + n_in + max_new - 1 <= limit,
+                 "--max-new {} does not fit: the model's max context is {}, {} tokens are "
+                 "taken, so at most {} new tokens fit",
+                 max_new, limit, pos + n_in, limit - pos - n_in + 1);
+  }
+  return inputs;
+}
+
+}  // namespace seqlab::infer
