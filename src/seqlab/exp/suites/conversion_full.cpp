@@ -221,16 +221,21 @@ void add_lr_check(SuiteSpec& s, const Budget& b, const Teacher& t, const nlohman
                         std::string(hybrid ? "Hybrid W=64 + output transfer" : "control") +
                             ", lr " + tag + " (lr check)",
                         hybrid ? "converted" : "control", 0, lr, hybrid ? "hybrid_s0" : ""));
-  const std::vector<std::pair<std::string, std::string>> linear = {
-      {"t2r", "T2R"},
-      {"hedgehog_at", "Hedgehog + attention transfer"},
-      {"gla", "Gated Hedgehog (key gate) + attention transfer"}};
+  struct Linear {
+    std::string method, label;
+    int64_t transfer_steps;  // its conversion's transfer (counted in the base tokens)
+  };
+  const std::vector<Linear> linear = {
+      {"t2r", "T2R", 0},
+      {"hedgehog_at", "Hedgehog + attention transfer", b.distill_steps},
+      {"gla", "Gated Hedgehog (key gate) + attention transfer", b.distill_steps}};
   for (const auto& [lr, tag] :
        std::vector<std::pair<double, std::string>>{{1e-3, "1e-3"}, {2e-3, "2e-3"}})
-    for (const auto& [m, label] : linear) {
-      auto c = finetune_cell(b, t, eval, m + "_lr" + tag, label + ", lr " + tag + " (lr check)",
-                             "converted", 0, lr, m + "_s0");
-      if (m == "t2r") c["base_tokens"] = t.tokens;  // T2R's conversion has no transfer
+    for (const auto& m : linear) {
+      auto c =
+          finetune_cell(b, t, eval, m.method + "_lr" + tag, m.label + ", lr " + tag + " (lr check)",
+                        "converted", 0, lr, m.method + "_s0");
+      c["base_tokens"] = t.tokens + m.transfer_steps * b.batch * t.context;
       s.cells.push_back(c);
     }
 }
