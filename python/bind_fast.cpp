@@ -100,8 +100,9 @@ struct Options {
 std::vector<int64_t> generation_inputs(const Fast& f, const FastState& st,
                                        const std::vector<int64_t>& prompt, int64_t max_tokens,
                                        bool resumed) {
-  return infer::generation_inputs(st.pending, prompt, f.tok ? f.tok->eos_id() : -1, st.s.pos,
-                                  f.limit, max_tokens, resumed);
+  std::function<int64_t()> eos;  // read only for a new document: not every tokenizer has one
+  if (f.tok) eos = [&f] { return f.tok->eos_id(); };
+  return infer::generation_inputs(st.pending, prompt, eos, st.s.pos, f.limit, max_tokens, resumed);
 }
 
 // One generation on one state: consumes the inputs, then samples a token per next() call.

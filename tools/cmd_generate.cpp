@@ -121,9 +121,11 @@ int run_generate(GenerateArgs& a) {
   // The tokens to consume before sampling: a loaded state's pending token, then the prompt.
   const int64_t pending_in = a.load_state.empty() ? -1 : engine->load_state(a.load_state);
   const int64_t start = engine->pos();
+  std::function<int64_t()> eos;  // read only for a new document: not every tokenizer has one
+  if (tok) eos = [&] { return tok->eos_id(); };
   const auto inputs =
-      infer::generation_inputs(pending_in, prompt, tok ? tok->eos_id() : -1, start,
-                               infer::max_sequence(*lm.model), a.max_new, !a.load_state.empty());
+      infer::generation_inputs(pending_in, prompt, eos, start, infer::max_sequence(*lm.model),
+                               a.max_new, !a.load_state.empty());
   const int64_t n_in = static_cast<int64_t>(inputs.size());
 
   // Every check is done: from here on, output.

@@ -170,12 +170,12 @@ int64_t max_sequence(SeqModelImpl& model) {
 namespace seqlab::infer {
 
 std::vector<int64_t> generation_inputs(int64_t pending, const std::vector<int64_t>& prompt,
-                                       int64_t eos, int64_t pos, int64_t limit, int64_t max_new,
-                                       bool resumed) {
+                                       const std::function<int64_t()>& eos, int64_t pos,
+                                       int64_t limit, int64_t max_new, bool resumed) {
   std::vector<int64_t> inputs;
   if (pending >= 0) inputs.push_back(pending);
   inputs.insert(inputs.end(), prompt.begin(), prompt.end());
-  if (inputs.empty() && pos == 0 && eos >= 0) inputs.push_back(eos);  // a new document
+  if (inputs.empty() && pos == 0 && eos) inputs.push_back(eos());  // a new document
   SEQLAB_CHECK(!inputs.empty(), "nothing to continue from: the prompt is empty{}",
                resumed ? " and the state has no pending token" : "");
   const int64_t n_in = static_cast<int64_t>(inputs.size());

@@ -18,6 +18,7 @@
 #include "seqlab/model/model.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -56,14 +57,15 @@ void save_generation_state(const FastModel& fm, const DecoderState& s, int64_t p
 int64_t load_generation_state(const FastModel& fm, const std::string& path, DecoderState& s);
 
 // The tokens a generation consumes before sampling: the state's pending token (-1: none), then the
-// prompt, or the end-of-text token `eos` (-1: none) when both are empty at position 0 (a new
-// document). Checks, with seqlab generate's messages, that there is something to consume and that
-// they and `max_new` sampled tokens fit `limit` (max_sequence; -1: unbounded) after `pos`
-// consumed tokens; `resumed` says a state was loaded. The last sampled token stays pending (not
-// consumed), so max_new tokens consume max_new - 1.
+// prompt, or the end-of-text token that `eos` returns (empty: none) when both are empty at
+// position 0 (a new document); `eos` is called only then, so a tokenizer without an end-of-text
+// token still continues a prompt. Checks, with seqlab generate's messages, that there is something
+// to consume and that they and `max_new` sampled tokens fit `limit` (max_sequence; -1: unbounded)
+// after `pos` consumed tokens; `resumed` says a state was loaded. The last sampled token stays
+// pending (not consumed), so max_new tokens consume max_new - 1.
 std::vector<int64_t> generation_inputs(int64_t pending, const std::vector<int64_t>& prompt,
-                                       int64_t eos, int64_t pos, int64_t limit, int64_t max_new,
-                                       bool resumed);
+                                       const std::function<int64_t()>& eos, int64_t pos,
+                                       int64_t limit, int64_t max_new, bool resumed);
 
 // "fast" or "torch" for a causal lm-head model with no unmerged adapters; the model must outlive
 // the torch engine (the fast one copies the weights). "fast" is an error naming the reason for a
