@@ -1,10 +1,14 @@
 // seqlab eval: measure a model directory on its task (or another with the same vocabulary and
 // head): accuracy at given lengths (src/seqlab/train/evaluate.h), perplexity on held-out text for
-// language models (src/seqlab/train/evaluate_lm.h); classifiers' early-exit and SWAG evaluations
+// language models (src/seqlab/train/evaluate_lm.h, or with --engine fast the fast decoder's logits
+// in a weight format: src/seqlab/infer/fast_eval.h); classifiers' early-exit and SWAG evaluations
 // are in cmd_classify.cpp.
 #include "commands.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/quant.h"
+#include "seqlab/infer/fast_eval.h"
+#include "seqlab/infer/fast_model.h"
 #include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/model/model_task.h"
@@ -29,12 +33,14 @@ struct EvalArgs {
   int64_t n = 256, batch = 32;
   int64_t seed = -1;
   bool json = false;
-  std::string split = "valid";  // lm models: the corpus split to measure
-  int64_t max_tokens = 0;       // lm models: score only the split's first N tokens (0 = all)
-  int64_t context = 0;          // lm models: window length (0 = the training length)
-  int64_t by_position = 0;      // lm models: perplexity per bucket of this many positions
-  std::string exit_thresholds;  // classifiers: early-exit curve at these thresholds
-  int64_t swag_samples = 0;     // classifiers: SWAG Bayesian model average of N samples
+  std::string split = "valid";   // lm models: the corpus split to measure
+  int64_t max_tokens = 0;        // lm models: score only the split's first N tokens (0 = all)
+  int64_t context = 0;           // lm models: window length (0 = the training length)
+  int64_t by_position = 0;       // lm models: perplexity per bucket of this many positions
+  std::string engine = "torch";  // lm models: torch (SeqModel::forward) | fast (infer/)
+  std::string weights = "f32";   // --engine fast: the decoder's weight format
+  std::string exit_thresholds;   // classifiers: early-exit curve at these thresholds
+  int64_t swag_samples = 0;      // classifiers: SWAG Bayesian model average of N samples
   double swag_scale = 0.5;
   Common common;
 };
@@ -64,13 +70,13 @@ std::vector<int64_t> parse_lengths(const std::string& s) {
 // --by-position: perplexity per bucket of positions within windows of `context` tokens.
 void eval_lm_positions(const EvalArgs& a, LoadedModel& lm, const LmTask& task, Split split,
                        int64_t context) {
-  const auto rows = evaluate_lm_positions(*lm.model, task, split, context, a.by_position,
-                                          a.batch, a.max_tokens);
+  const auto rows =
+      evaluate_lm_positions(*lm.model, task, split, context, a.by_position, a.batch, a.max_tokens);
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
     for (const auto& r : rows)
-      j.push_back({{"lo", r.lo}, {"hi", r.hi}, {"tokens", r.tokens}, {"nll", r.nll},
-                   {"ppl", r.ppl}});
+      j.push_back(
+          {{"lo", r.lo}, {"hi", r.hi}, {"tokens", r.tokens}, {"nll", r.nll}, {"ppl", r.ppl}});
     std::cout << nlohmann::json{{"split", a.split}, {"context", context}, {"by_position", j}}.dump()
               << "\n";
     return;
@@ -80,6 +86,26 @@ void eval_lm_positions(const EvalArgs& a, LoadedModel& lm, const LmTask& task, S
   fmt::print("{:>14} {:>10} {:>10}\n", "positions", "nll", "ppl");
   for (const auto& r : rows)
     fmt::print("{:>14} {:>10.4f} {:>10.3f}\n", fmt::format("{}-{}", r.lo, r.hi - 1), r.nll, r.ppl);
+}
+
+// --engine fast: the same windows as evaluate_lm, scored with the fast decoder's logits in the
+// requested weight format (infer/fast_eval.h).
+LmEvalResult eval_lm_fast(const EvalArgs& a, LoadedModel& lm, const LmTask& task, Split split,
+                          int64_t context) {
+  const auto format = parse_weight_format(a.weights);
+  SEQLAB_CHECK(format == WeightFormat::f32,
+               "--weights {}: the fast decoder runs f32 weights only in this build",
+               weight_format_name(format));
+  if (lm.model->adapters) lm.model->merge_adapters();
+  infer::FastModel fast(*lm.model);
+  const auto r = infer::fast_perplexity(
+      fast, task.tokens(split), context, a.batch, a.max_tokens,
+      fmt::format("the {} split of corpus '{}'", split_name(split), task.corpus()));
+  LmEvalResult out;
+  out.nll = r.nll;
+  out.ppl = r.ppl;
+  out.tokens = r.tokens;
+  return out;
 }
 
 void eval_lm(const EvalArgs& a, LoadedModel& lm, const TaskConfig& tc, const LmTask& task) {
@@ -92,19 +118,28 @@ void eval_lm(const EvalArgs& a, LoadedModel& lm, const TaskConfig& tc, const LmT
   SEQLAB_CHECK(context <= mc.mixer.max_len || !lm.model->uses_learned_positions(),
                "--context {} is longer than the model's {} learned positions", context,
                mc.mixer.max_len);
-  if (a.by_position > 0) return eval_lm_positions(a, lm, task, split, context);
-  auto r = evaluate_lm(*lm.model, task, split, context, a.batch, a.max_tokens);
+  const bool fast = a.engine == "fast";
+  if (a.by_position > 0) {
+    SEQLAB_CHECK(!fast, "--by-position needs --engine torch");
+    return eval_lm_positions(a, lm, task, split, context);
+  }
+  const auto r = fast ? eval_lm_fast(a, lm, task, split, context)
+                      : evaluate_lm(*lm.model, task, split, context, a.batch, a.max_tokens);
   if (a.json) {
-    std::cout << nlohmann::json{{"task", tc.task}, {"arch", mc.mixer.arch}, {"split", a.split},
-                                {"ppl", r.ppl},    {"nll", r.nll},          {"tokens", r.tokens}}
-                     .dump()
-              << "\n";
+    nlohmann::json doc = {{"task", tc.task}, {"arch", mc.mixer.arch}, {"split", a.split},
+                          {"ppl", r.ppl},    {"nll", r.nll},          {"tokens", r.tokens}};
+    if (fast) {
+      doc["engine"] = a.engine;
+      doc["weights"] = a.weights;
+    }
+    std::cout << doc.dump() << "\n";
     return;
   }
   fmt::print(
       "{} on {} ({}, {}): {} perplexity {:.4f} (nll {:.4f} nats over {} tokens, "
-      "context {})\n",
-      mc.mixer.arch, tc.task, tc.corpus, tc.tokenizer, a.split, r.ppl, r.nll, r.tokens, tc.max_len);
+      "context {}{})\n",
+      mc.mixer.arch, tc.task, tc.corpus, tc.tokenizer, a.split, r.ppl, r.nll, r.tokens, context,
+      fast ? fmt::format("; fast engine, {} weights", a.weights) : std::string());
 }
 
 void print_eval_table(const ModelConfig& mc, const std::string& task, const nlohmann::json& results,
@@ -125,8 +160,23 @@ void print_eval_table(const ModelConfig& mc, const std::string& task, const nloh
   for (const auto& line : extra_lines) fmt::print("{}\n", line);  // see the task's header
 }
 
+// --engine / --weights: checked before anything is loaded that they name a setting that exists,
+// and that the fast engine is asked only for what it can measure.
+void check_engine(const EvalArgs& a) {
+  SEQLAB_CHECK(a.engine == "torch" || a.engine == "fast",
+               "--engine must be torch or fast, got '{}'", a.engine);
+  parse_weight_format(a.weights);
+  SEQLAB_CHECK(a.engine == "fast" || a.weights == "f32",
+               "--weights {} needs --engine fast (the torch engine runs the stored f32 weights)",
+               a.weights);
+  SEQLAB_CHECK(a.engine != "fast" || (a.exit_thresholds.empty() && a.swag_samples == 0),
+               "--engine fast measures language models' perplexity; --exit-threshold and "
+               "--swag-samples are classifier evaluations (use --engine torch)");
+}
+
 int run_eval(const EvalArgs& a) {
   a.common.apply();
+  check_engine(a);
   if (!a.exit_thresholds.empty() || a.swag_samples != 0) {
     SEQLAB_CHECK(a.task.empty() && a.lengths.empty(),
                  "--exit-threshold / --swag-samples evaluate on the model's own task and length; "
@@ -161,10 +211,19 @@ int run_eval(const EvalArgs& a) {
                "head {})",
                a.model, mc.vocab_size, mc.head, tc.task, task->vocab_size(), task->head());
   SEQLAB_CHECK(a.n > 0 && a.batch > 0, "--n and --batch must be positive");
+  if (a.engine == "fast") {
+    const auto why = infer::fast_support(lm.config);
+    SEQLAB_CHECK(why.empty(), "--engine fast: the fast decoder cannot run model {}: {}", a.model,
+                 why);
+  }
   if (const auto* lmt = dynamic_cast<const LmTask*>(task.get())) {
     eval_lm(a, lm, tc, *lmt);
     return 0;
   }
+  SEQLAB_CHECK(a.engine == "torch",
+               "--engine fast measures perplexity on lm tasks; task '{}' is scored by the torch "
+               "engine only",
+               tc.task);
   const auto lengths =
       a.lengths.empty() ? std::vector<int64_t>{tc.max_len} : parse_lengths(a.lengths);
   for (auto L : lengths)
@@ -237,6 +296,13 @@ void add_eval_commands(CLI::App& app, Actions& actions) {
   eval->add_option("--by-position", ea->by_position,
                    "lm models: perplexity per bucket of N positions within each window (whole "
                    "windows only), e.g. --context 1024 --by-position 128")
+      ->capture_default_str();
+  eval->add_option("--engine", ea->engine,
+                   "lm models: torch (LibTorch forward) or fast (the fast decoder's logits, the "
+                   "same windows and scoring)")
+      ->capture_default_str();
+  eval->add_option("--weights", ea->weights,
+                   "--engine fast: weight format of the decoder (f32, bf16, int8)")
       ->capture_default_str();
   ea->common.add(eval);
   actions.push_back({eval, [ea] { return run_eval(*ea); }});
