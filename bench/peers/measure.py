@@ -5,6 +5,7 @@ RESULTS (see run.sh for the whole run and README.md for the row's fields).
 
     /usr/bin/python3 bench/peers/measure.py --out OUT --rep R [--contexts 128,4096]
         [--threads 1,2] [--gen 64] [--seqlab build/seqlab] [--results OUT/results.jsonl]
+        [--weights f32,bf16,int8]
 """
 import argparse
 import json
@@ -30,14 +31,16 @@ def last_json_line(text):
     raise ValueError("no JSON line in the output")
 
 
-def seqlab_axes(seqlab):
-    """What this build's `bench decode` offers: (threads flag or None, weight formats or None when
-    it has no --weights flag)."""
+def seqlab_axes(seqlab, formats):
+    """What this build's `bench decode` offers: (threads flag or None, the weight formats to
+    measure or None when it has no --weights flag). With the flag every format in `formats` is
+    measured and passed explicitly (int8 is the counterpart of the peers' 8-bit files); a format
+    the build refuses fails its rows loudly rather than being left out."""
     h = subprocess.run([seqlab, "bench", "decode", "--help"], capture_output=True, text=True).stdout
     threads_flag = "--decoder-threads" if "--decoder-threads" in h else None
     if "--weights" not in h:
         return threads_flag, None
-    return threads_flag, [f for f in ("f32", "bf16", "int8") if f in h]
+    return threads_flag, formats
 
 
 def run_peer(binary, model, threads, context, gen):
@@ -83,7 +86,7 @@ def plan(a):
     engines, so engines that are compared sit next to each other in time."""
     m = os.path.join(a.out, "models")
     bins = os.path.join(a.out, "bin")
-    threads_flag, formats = seqlab_axes(a.seqlab)
+    threads_flag, formats = seqlab_axes(a.seqlab, a.weights)
     has_weights = formats is not None
     formats = formats or ["f32"]
     cells = []
@@ -122,11 +125,14 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--gen", type=int, default=64)
     ap.add_argument("--seqlab", default="build/seqlab")
+    ap.add_argument("--weights", default="f32,bf16,int8",
+                    help="seqlab weight formats, where bench decode has --weights")
     ap.add_argument("--results", help="default OUT/results.jsonl")
     ap.add_argument("--only", help="comma-separated engines to run (rwkv.cpp, ggml-gpt2, seqlab)")
     a = ap.parse_args()
     a.contexts = [int(x) for x in a.contexts.split(",")]
     a.threads = [int(x) for x in a.threads.split(",")]
+    a.weights = a.weights.split(",")
     results = a.results or os.path.join(a.out, "results.jsonl")
     machine = re.search(r"model name\s*:\s*(.*)", open("/proc/cpuinfo").read()).group(1).strip()
     only = set(a.only.split(",")) if a.only else None

@@ -50,32 +50,37 @@ def fmt_ratio(x):
     return "%.2f×" % x if x else ""
 
 
+# Each peer format and the seqlab format of the same width: 8-bit against 8-bit.
+PEER_TO_SEQLAB = {"f32": "f32", "q8_0": "int8"}
+
+
 def summary(groups):
-    """seqlab's fastest model of each kind against each peer format, same threads and context."""
+    """seqlab's fastest model of each kind against each peer format, in the matching seqlab format
+    (rwkv.cpp Q8_0 against seqlab int8), same threads and context."""
     by = {(g["engine"], g["model"], g["weights"], g["threads"], g["context"]): g for g in groups}
-    out = ["Side by side (generation tokens/s, same threads and context):", ""]
+    out = ["Side by side (generation tokens/s, same threads and context, 8-bit against 8-bit):", ""]
     seqlab_threads = {g["threads"] for g in groups if g["engine"] == "seqlab"}
     for (ctx, t) in sorted({(g["context"], g["threads"]) for g in groups}):
         for kinds, peer, pmodel in ((("t2r", "hedgehog"), "rwkv.cpp", "rwkv4"),
                                     (("softmax",), "ggml-gpt2", "gpt2")):
-            ours = [g for g in groups if g["engine"] == "seqlab" and g["model"] in kinds
-                    and g["threads"] == t and g["context"] == ctx]
-            if not ours:
-                continue
-            best = max(ours, key=lambda g: g["tg_tokens_per_s"])
-            parts = []
-            for w in ("f32", "q8_0"):
-                p = by.get((peer, pmodel, w, t, ctx))
-                if p:
-                    parts.append("%.2f× %s %s" % (best["tg_tokens_per_s"] / p["tg_tokens_per_s"],
-                                                   peer, w))
-            if parts:
-                out.append("- context %d, %d thread(s): seqlab %s %s (%.1f tokens/s) = %s"
-                           % (ctx, t, best["model"], best["weights"], best["tg_tokens_per_s"],
-                              ", ".join(parts)))
+            for pw, sw in PEER_TO_SEQLAB.items():
+                p = by.get((peer, pmodel, pw, t, ctx))
+                ours = [g for g in groups if g["engine"] == "seqlab" and g["model"] in kinds
+                        and g["weights"] == sw and g["threads"] == t and g["context"] == ctx]
+                if not p or not ours:
+                    continue
+                best = max(ours, key=lambda g: g["tg_tokens_per_s"])
+                out.append("- context %d, %d thread(s): seqlab %s %s (%.1f tokens/s) = %.2f× %s "
+                           "%s (%.1f tokens/s)"
+                           % (ctx, t, best["model"], sw, best["tg_tokens_per_s"],
+                              best["tg_tokens_per_s"] / p["tg_tokens_per_s"], peer, pw,
+                              p["tg_tokens_per_s"]))
     if seqlab_threads == {1}:
         out.append("- seqlab's fast decoder ran on one thread only (this build's `bench decode` "
                    "has no `--decoder-threads`): it has no 2-thread rows.")
+    if not any(g["engine"] == "seqlab" and g["weights"] == "int8" for g in groups):
+        out.append("- no seqlab int8 rows (this build's `bench decode` has no `--weights`): the "
+                   "8-bit peers have no seqlab counterpart here.")
     return out
 
 

@@ -17,7 +17,9 @@
 #
 # Environment: SEQLAB (build/seqlab; copied to OUT/bin/seqlab first, so a rebuild during the
 #   run changes nothing), REPS (3), CONTEXTS (128,4096), THREADS (1,2), GEN (64),
-#   D_MODEL (512), N_LAYER (6), VOCAB (8192), PAUSE_GRID=1 pauses the background experiment's
+#   D_MODEL (512), N_LAYER (6), VOCAB (8192), WEIGHTS (f32,bf16,int8: seqlab's formats, each
+#   passed as bench decode --weights, so the 8-bit rows are seqlab int8 beside the peers' Q8_0
+#   files; a build without --weights measures f32 only), PAUSE_GRID=1 pauses the background experiment's
 #   seqlab-grid processes during each repetition (SIGSTOP, then SIGCONT at its end and on any
 #   exit; each pause lasts one repetition, a few minutes).
 set -euo pipefail
@@ -79,7 +81,8 @@ for rep in $(seq 1 "$REPS"); do
     sleep 2
   fi
   "$PY" "$HERE/measure.py" --out "$OUT" --rep "$rep" --contexts "$CONTEXTS" --threads "$THREADS" \
-    --gen "$GEN" --seqlab "$SEQLAB" --results "$RESULTS" || status=1
+    --gen "$GEN" --seqlab "$SEQLAB" --results "$RESULTS" --weights "${WEIGHTS:-f32,bf16,int8}" \
+    || status=1
   resume
 done
 "$PY" "$HERE/report.py" "$RESULTS" --peers "$OUT/peers.json" --commit "$commit" | tee "$OUT/report.md"

@@ -73,9 +73,11 @@ PY
 "$PY" - "$T/r.jsonl" <<'PY'
 import json, sys
 with open(sys.argv[1], "w") as f:
-    for engine, model, tg in (("rwkv.cpp", "rwkv4", 100), ("ggml-gpt2", "gpt2", 80),
-                              ("seqlab", "t2r", 150), ("seqlab", "t2r", 130)):
-        f.write(json.dumps({"engine": engine, "model": model, "weights": "f32", "threads": 1,
+    for engine, model, w, tg in (("rwkv.cpp", "rwkv4", "f32", 100), ("ggml-gpt2", "gpt2", "f32", 80),
+                                 ("seqlab", "t2r", "f32", 150), ("seqlab", "t2r", "f32", 130),
+                                 ("rwkv.cpp", "rwkv4", "q8_0", 300),
+                                 ("seqlab", "t2r", "int8", 360), ("seqlab", "t2r", "bf16", 900)):
+        f.write(json.dumps({"engine": engine, "model": model, "weights": w, "threads": 1,
                             "context": 128, "gen": 8, "rep": 1, "tg_tokens_per_s": tg,
                             "pp_tokens_per_s": 1000, "ms_per_token": 1000 / tg,
                             "weight_bytes": 1000000, "peak_rss_mib": 10,
@@ -85,4 +87,9 @@ PY
 # seqlab t2r: mean 140 ± 14.1; 1.40x rwkv.cpp's 100, 1.75x ggml's 80.
 grep -q "| 128 | 1 | seqlab | t2r | f32 | 1.0 | 140.0 ± 14.1 |.*| 1.40× | 1.75× |" "$T/report.md" ||
   fail "report.py's ratios: $(cat "$T/report.md")"
+# 8-bit against 8-bit: seqlab int8's 360 against rwkv.cpp Q8_0's 300 (not bf16's 900, not f32).
+grep -q "seqlab t2r int8 (360.0 tokens/s) = 1.20× rwkv.cpp q8_0" "$T/report.md" ||
+  fail "report.py's 8-bit pairing: $(cat "$T/report.md")"
+grep -q "seqlab t2r f32 (140.0 tokens/s) = 1.40× rwkv.cpp f32" "$T/report.md" ||
+  fail "report.py's f32 pairing: $(cat "$T/report.md")"
 echo "smoke: ok"
