@@ -40,7 +40,7 @@ nlohmann::json row(const std::string& stack, const std::string& objective, uint6
 TEST(ObjectivesSuite, ReportMeansOverLanguagesThenSeeds) {
   std::vector<nlohmann::json> rows;
   // clm: seed 0 -> languages 0.8 and 1.0 (mean 0.9); seed 1 -> 0.7 and 0.9 (0.8). Mean 0.85, sd
-  // 0.0707. clm_pairs: 0.97 everywhere.
+  // 0.0707, 95% t interval 0.85 ± 12.706 * 0.05 = [0.215, 1.485]. clm_pairs: 0.97 everywhere.
   for (const auto& [task, mode] : std::vector<std::pair<std::string, std::string>>{
            {"pos", "probe"}, {"pos", "finetune"}, {"label", "probe"}, {"label", "finetune"}}) {
     rows.push_back(row("decoder", "clm", 0, "L0", task, mode, 0.8));
@@ -53,8 +53,11 @@ TEST(ObjectivesSuite, ReportMeansOverLanguagesThenSeeds) {
   }
   auto spec = make_suite("objectives", true);
   const auto md = spec.custom_report(rows, "");
-  EXPECT_NE(md.find("| decoder | clm | 1000 | 1.500 | 0.850 ± 0.071 |"), std::string::npos) << md;
-  EXPECT_NE(md.find("| decoder | clm_pairs | 1000 | 1.500 | 0.970 ± 0.000 |"), std::string::npos)
+  EXPECT_NE(md.find("| decoder | clm | 1000 | 1.500 | 0.850 ± 0.071 [0.215, 1.485] |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| decoder | clm_pairs | 1000 | 1.500 | 0.970 ± 0.000 [0.970, 0.970] |"),
+            std::string::npos)
       << md;
   // Per language: seeds averaged.
   EXPECT_NE(md.find("| decoder | clm | 0.750 | 0.950 |"), std::string::npos) << md;

@@ -440,17 +440,4 @@ std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json
   return path;
 }
 
-SampleStats sample_stats(const std::vector<double>& v) {
-  SampleStats s;
-  s.n = static_cast<int64_t>(v.size());
-  if (v.empty()) return s;
-  for (double x : v) s.mean += x;
-  s.mean /= static_cast<double>(s.n);
-  if (s.n > 1) {
-    for (double x : v) s.sd += (x - s.mean) * (x - s.mean);
-    s.sd = std::sqrt(s.sd / static_cast<double>(s.n - 1));
-  }
-  return s;
-}
-
 }  // namespace seqlab

@@ -9,6 +9,7 @@
 // for the spec's heatmap tasks, accuracy over width × test length, one per architecture.
 #pragma once
 
+#include "seqlab/exp/stats.h"  // SampleStats, the intervals: every report uses them
 #include "seqlab/exp/suite.h"
 
 #include <nlohmann/json.hpp>
@@ -40,12 +41,5 @@ std::string shell_quote(const std::string& s);
 
 // The markdown tables alone (testable without files).
 std::string report_tables(const std::vector<nlohmann::json>& rows);
-
-// Mean and sample standard deviation (n - 1) of a suite's per-seed values; sd is 0 below two.
-struct SampleStats {
-  double mean = 0, sd = 0;
-  int64_t n = 0;
-};
-SampleStats sample_stats(const std::vector<double>& v);
 
 }  // namespace seqlab

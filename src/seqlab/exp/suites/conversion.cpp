@@ -243,7 +243,9 @@ std::string perplexity_table(const LmRows& lm, double teacher) {
 // The measured targets: the best conversion against the teacher and the control, conversion
 // against training from scratch, attention transfer against none.
 std::string targets(const LmRows& lm, const ByCell& by, double teacher) {
-  std::string md = "\n## Targets\n\n";
+  std::vector<nlohmann::json> seeds;
+  for (const auto& r : lm) seeds.push_back({{"seed", r.seed}});
+  std::string md = "\n## Targets\n\n" + seeds_note(count_seeds(seeds)) + "\n\n";
   auto ppl_of = [&](const std::string& id) { return by.count(id) ? by.at(id).ppl : std::nan(""); };
   double best = INFINITY;
   std::string best_id;

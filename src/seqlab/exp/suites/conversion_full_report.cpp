@@ -85,8 +85,27 @@ SampleStats gap_stats(const Method& m, const Method* control) {
 }
 
 std::string cell_stats(const SampleStats& s, int digits) {
-  if (!s.n) return "";
-  return s.n > 1 ? fmt_mean_sd(s.mean, s.sd, digits) : fmt::format("{:.{}f}", s.mean, digits);
+  return fmt_mean_sd_ci(s, digits);
+}
+
+// The per-seed gap to the control: "+x% ± sd [lo, hi]" (the paired mean's t interval).
+std::string gap_cell(const SampleStats& gap) {
+  if (!gap.n) return "";
+  if (gap.n == 1) return fmt::format("{:+.2f}% (n=1, no interval)", gap.mean);
+  return fmt::format("{:+.2f}% ± {:.2f} {}", gap.mean, gap.sd,
+                     fmt_interval(mean_interval(gap), 2, true));
+}
+
+std::vector<double> test_ppls(const Method* m) {
+  std::vector<double> v;
+  if (m)
+    for (const auto& [seed, r] : m->test) v.push_back(r.ppl);
+  return v;
+}
+
+// "a vs b": the difference of their test perplexities with Welch's interval (exp/stats.h).
+std::string test_difference(const Method* a, const Method* b) {
+  return "difference " + fmt_difference(welch_difference(test_ppls(a), test_ppls(b)), 2);
 }
 
 std::string perplexity_table(const Grid& g) {
@@ -105,9 +124,7 @@ std::string perplexity_table(const Grid& g) {
     md += md_row({m.label, m.init, std::to_string(m.valid.size()), fmt_count(any.trainable),
                   fmt_count(any.tokens), conv.empty() ? "" : cell_stats(sample_stats(conv), 1),
                   cell_stats(ppl_stats(m.valid), 2), cell_stats(ppl_stats(m.test), 2),
-                  gap.n ? (gap.n > 1 ? fmt::format("{:+.2f}% ± {:.2f}", gap.mean, gap.sd)
-                                     : fmt::format("{:+.2f}%", gap.mean))
-                        : ""});
+                  gap_cell(gap)});
   }
   return md;
 }
@@ -131,11 +148,12 @@ std::string targets(const Grid& g) {
     const double gap = 100 * (mean(best) / mean(cm) - 1);
     md += fmt::format(
         "- Best constant-memory conversion within 3% of the control (aim 1%): {} ({}, {} "
-        "seeds: {:.2f} vs {} {:.2f} over {} seeds, {:+.2f}%).\n",
+        "seeds: {:.2f} vs {} {:.2f} over {} seeds, {:+.2f}%; paired by seed {}).\n",
         gap <= 1   ? "**met, within 1%**"
         : gap <= 3 ? "**met (within 3%)**"
                    : "**missed**",
-        g.by.at(best).label, seeds(best), mean(best), control->label, mean(cm), seeds(cm), gap);
+        g.by.at(best).label, seeds(best), mean(best), control->label, mean(cm), seeds(cm), gap,
+        gap_cell(gap_stats(*converted, control)));
     if (!std::isnan(mean("teacher")))
       md += fmt::format(
           "- The same conversion against the teacher itself (no extra training, {:.2f}): "
@@ -149,19 +167,29 @@ std::string targets(const Grid& g) {
       best_linear = m;
   if (!std::isnan(mean("hybrid")) && !best_linear.empty())
     md += fmt::format(
-        "- The hybrid at W = 64 beats every pure linear map: {} ({:.2f} vs {} {:.2f}).\n",
+        "- The hybrid at W = 64 beats every pure linear map: {} ({:.2f} vs {} {:.2f}; {}).\n",
         mean("hybrid") < mean(best_linear) ? "**yes**" : "**no**", mean("hybrid"),
-        g.by.at(best_linear).label, mean(best_linear));
+        g.by.at(best_linear).label, mean(best_linear),
+        test_difference(g.find("hybrid"), g.find(best_linear)));
   if (!std::isnan(mean("hedgehog_at")) && !std::isnan(mean("hedgehog")))
-    md += fmt::format("- Attention transfer beats none (Hedgehog): {} ({:.2f} vs {:.2f}).\n",
+    md += fmt::format("- Attention transfer beats none (Hedgehog): {} ({:.2f} vs {:.2f}; {}).\n",
                       mean("hedgehog_at") < mean("hedgehog") ? "**yes**" : "**no**",
-                      mean("hedgehog_at"), mean("hedgehog"));
+                      mean("hedgehog_at"), mean("hedgehog"),
+                      test_difference(g.find("hedgehog_at"), g.find("hedgehog")));
+  // The feature maps against each other (Hedgehog's Table 3/6 ordering: Hedgehog < T2R < ELU+1).
+  for (auto [a, b] : {std::pair{"hedgehog_at", "t2r"}, std::pair{"t2r", "elu"}}) {
+    if (std::isnan(mean(a)) || std::isnan(mean(b))) continue;
+    md += fmt::format("- {} beats {}: {} ({:.2f} vs {:.2f}; {}).\n", g.by.at(a).label,
+                      g.by.at(b).label, mean(a) < mean(b) ? "**yes**" : "**no**", mean(a), mean(b),
+                      test_difference(g.find(a), g.find(b)));
+  }
   for (const char* m : {"t2r", "hedgehog", "elu", "rfa", "hybrid", "gla"}) {
     const auto sc = std::string("scratch_") + m;
     if (std::isnan(mean(m)) || std::isnan(mean(sc))) continue;
     md += fmt::format(
-        "- Converted beats from scratch at equal total tokens ({}): {} ({:.2f} vs {:.2f}).\n",
-        g.by.at(m).label, mean(m) < mean(sc) ? "**yes**" : "**no**", mean(m), mean(sc));
+        "- Converted beats from scratch at equal total tokens ({}): {} ({:.2f} vs {:.2f}; {}).\n",
+        g.by.at(m).label, mean(m) < mean(sc) ? "**yes**" : "**no**", mean(m), mean(sc),
+        test_difference(g.find(m), g.find(sc)));
   }
   return md;
 }
@@ -258,7 +286,9 @@ std::string conversion_full_report(const std::vector<nlohmann::json>& rows,
       "Teacher: models/teacher-en (d_model {}, {} layers). Valid and test splits: consecutive "
       "windows of {} tokens, the first {} tokens of each. \"converted\" = valid ppl right after "
       "conversion (and transfer), before finetuning. \"test vs control\" pairs each seed with the "
-      "control of the same seed (mean ± sd of the per-seed gaps).\n\n",
+      "control of the same seed (mean ± sd of the per-seed gaps). [lo, hi] = the 95% Student t "
+      "interval of the mean over seeds (df = seeds - 1); one seed has none. The targets' "
+      "differences are test perplexity differences with Welch's 95% interval.\n\n",
       any.d_model, any.n_layer, any.eval_context, any.eval_tokens);
   if (const auto* c = best_of(g, "control"))
     md += fmt::format(

@@ -105,17 +105,17 @@ Stat stat(const std::vector<double>& v) {
   return sample_stats(v);
 }
 
+// mean ± sd [95% t interval] (exp/stats.h).
 std::string cell(const Stat& s, int digits = 3) {
-  if (s.n == 0) return "—";
-  if (s.n == 1) return fmt::format("{:.{}f}", s.mean, digits);
-  return fmt_mean_sd(s.mean, s.sd, digits);
+  return s.n == 0 ? "—" : fmt_mean_sd_ci(s, digits);
 }
 
 // For values spanning orders of magnitude (the partition ratio).
 std::string cell_g(const Stat& s) {
   if (s.n == 0) return "—";
-  if (s.n == 1) return fmt::format("{:.2g}", s.mean);
-  return fmt::format("{:.2g} ± {:.2g}", s.mean, s.sd);
+  if (s.n == 1) return fmt::format("{:.2g} (n=1, no interval)", s.mean);
+  const auto i = mean_interval(s);
+  return fmt::format("{:.2g} ± {:.2g} [{:.2g}, {:.2g}]", s.mean, s.sd, i.lo, i.hi);
 }
 
 const std::vector<std::string> kMethods = {"random", "mlm", "defsent", "defsent+", "defsent+white"};
@@ -146,21 +146,27 @@ std::string method_table(const std::map<std::string, Metrics>& methods,
                   cell(stat(v.recall10), 4), cell(stat(v.spearman)), cell(stat(v.mean_cos)),
                   cell_g(stat(v.partition)), cell(stat(v.top_pc))});
   }
-  auto mean = [&](const std::string& m, std::vector<double> Metrics::*k) {
+  auto values = [&](const std::string& m, std::vector<double> Metrics::*k) {
     auto it = methods.find(m);
-    return it == methods.end() ? std::nan("") : stat(it->second.*k).mean;
+    return it == methods.end() ? std::vector<double>{} : it->second.*k;
   };
-  md += "\nTarget (means over seeds): ";
+  // "yes" / "**no**" on the means, then the difference with Welch's interval over seeds.
+  auto verdict = [](const std::vector<double>& a, const std::vector<double>& b) {
+    const auto d = welch_difference(a, b);
+    return fmt::format("{} ({})", d.diff > 0 ? "yes" : "**no**", fmt_difference(d, 4));
+  };
+  md += "\nTargets (means over seeds; difference, Welch 95% interval):\n\n";
   for (const auto& [name, k] :
        {std::pair{"MRR", &Metrics::mrr}, std::pair{"Spearman", &Metrics::spearman}}) {
-    const double b = mean("mlm", k), d = mean("defsent", k),
-                 p = std::max(mean("defsent+", k), mean("defsent+white", k));
+    const auto b = values("mlm", k), d = values("defsent", k);
+    // DefSent+'s better variant on the means.
+    auto p = values("defsent+", k);
+    if (const auto w = values("defsent+white", k); stat(w).mean > stat(p).mean || p.empty()) p = w;
     md += fmt::format(
-        "{}: DefSent > MLM {}, DefSent+ (best variant) > DefSent {}, "
-        "DefSent+ > MLM {}. ",
-        name, d > b ? "yes" : "**no**", p > d ? "yes" : "**no**", p > b ? "yes" : "**no**");
+        "- {}: DefSent > MLM {}; DefSent+ (best variant) > DefSent {}; DefSent+ > MLM {}.\n", name,
+        verdict(d, b), verdict(p, d), verdict(p, b));
   }
-  return md + "\n\n";
+  return md + "\n";
 }
 
 std::string rounds_table(const std::map<std::string, std::map<int64_t, Metrics>>& rounds) {

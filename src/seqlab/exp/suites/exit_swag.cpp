@@ -124,8 +124,10 @@ SampleStats over_seeds(const std::vector<Row>& rs, Field Row::*field) {
   return sample_stats(v);
 }
 
+// mean ± sd [95% t interval] over seeds; one seed: its value alone (the report's header says
+// how many seeds, and that one has no interval).
 std::string fmt_ms(const SampleStats& p, int prec = 4) {
-  return p.sd > 0 ? fmt_mean_sd(p.mean, p.sd, prec) : fmt::format("{:.{}f}", p.mean, prec);
+  return p.n > 1 ? fmt_mean_sd_ci(p, prec) : fmt::format("{:.{}f}", p.mean, prec);
 }
 
 // Rows by label, then by threshold / exit / method, over seeds; labels in order of appearance.
@@ -250,7 +252,7 @@ std::string exit_plot(const Grouped& g, const std::string& plot_dir) {
 
 std::string exit_swag_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir) {
   const auto g = group(rows);
-  std::string md = "## Early exit\n\n";
+  std::string md = seeds_note(count_seeds(rows)) + "\n\n## Early exit\n\n";
   md +=
       "Each example alone (batch 1, padding trimmed), test split; the model stops at the first "
       "exit whose calibrated top probability reaches the threshold (above 1: every layer). "

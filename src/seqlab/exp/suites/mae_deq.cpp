@@ -381,6 +381,7 @@ std::string mae_deq_report(const std::vector<nlohmann::json>& rows, const std::s
   if (!mix.empty()) md += mix_section(mix);
   if (!deq.empty()) md += deq_section(deq, by);
   md += targets(by);
+  md += "\n" + seeds_note(count_seeds(rows)) + "\n";
   if (plot_dir.empty()) return md;
   return md + deq_plots(deq, plot_dir);
 }

@@ -91,9 +91,9 @@ Stat stat(const std::vector<double>& v) {
   return sample_stats(v);
 }
 
+// mean ± sd [95% t interval] over seeds (exp/stats.h).
 std::string cell_text(const Stat& s) {
-  if (s.n == 0) return "—";
-  return fmt_mean_sd(s.mean, s.sd, 3);
+  return s.n == 0 ? "—" : fmt_mean_sd_ci(s, 3);
 }
 
 const std::vector<std::pair<std::string, std::string>> kColumns = {
@@ -183,7 +183,8 @@ std::string setup_section(const Table& t) {
       "d_model {}, {} blocks in all "
       "(encdec: {} encoder + {} decoder; downstream uses its encoder), {} pretraining steps of "
       "{} token positions each (pair objectives: half as many rows of twice the length), seeds "
-      "{}. Cells: mean over the {} languages per seed, then mean ± sd over seeds.\n\n",
+      "{}. Cells: mean over the {} languages per seed, then mean ± sd over seeds and the mean's "
+      "95% t interval [lo, hi] (df = seeds - 1).\n\n",
       a.ft_train, a.probe_train, a.test_size, a.d_model, a.n_layer, a.n_layer / 2,
       a.n_layer - a.n_layer / 2, max_steps, a.tokens_per_step, t.seeds.size(), t.languages.size());
 }
