@@ -12,6 +12,7 @@
 // Writes are atomic (temp file, fsync, rename): a killed process never leaves a half-written file.
 #pragma once
 
+#include "seqlab/core/quant.h"
 #include "seqlab/model/model.h"
 
 #include <nlohmann/json.hpp>
@@ -37,6 +38,9 @@ struct LoadedModel {
   ModelConfig config;
   SeqModel model{nullptr};
   nlohmann::json sections;  // the optional sections (kSections), as written
+  // How model.safetensors stores the weights (config.json "weights"; f32 when absent). The model
+  // itself is always fp32: a stored bf16 or int8 directory is dequantized at load.
+  WeightFormat weights = WeightFormat::f32;
 };
 
 // Writes config.json (model config + sections) and model.safetensors into dir (created if needed).
