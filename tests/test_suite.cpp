@@ -3,6 +3,7 @@
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/convert/convert.h"
 #include "seqlab/exp/cell.h"
+#include "seqlab/exp/cells/attention_shape.h"
 #include "seqlab/exp/cells/defsent.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/model/adapters.h"
@@ -84,6 +85,10 @@ void expect_valid_lm_cell(const nlohmann::json& c) {
   } else if (kind == "defsent") {
     EXPECT_NO_THROW(check_defsent_cell(c)) << id;
     if (c.contains("from")) waits_for(c.at("from").get<std::string>());
+  } else if (kind == "attention_shape") {
+    const auto a = read_spec<AttentionShapeCellConfig>(c, id);
+    EXPECT_NE(a.to.has_value(), a.from.has_value()) << id << ": needs exactly one of to, from";
+    if (a.from) EXPECT_TRUE(std::filesystem::exists(*a.from + "/config.json")) << id;
   } else if (kind == "objectives") {
     EXPECT_NO_THROW(ObjectivesConfig::from_json(c.at("config"), id).validate()) << id;
   } else {

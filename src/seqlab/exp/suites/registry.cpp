@@ -39,6 +39,10 @@ const std::vector<SuiteEntry>& suite_registry() {
        "encoder; reverse dictionary, Wu-Palmer similarity proxy, isotropy (Tsukagoshi+ 2021, "
        "Liu 2024)",
        defsent_suite},
+      {"attention_shape",
+       "Hedgehog's spikiness and monotonicity: attention-row entropy and Spearman rho with softmax "
+       "for every feature map, untrained and trained, on models/teacher-en (Zhang+ 2024)",
+       attention_shape_suite},
   };
   return r;
 }

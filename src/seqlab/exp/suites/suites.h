@@ -22,6 +22,9 @@ std::string conversion_claims();
 SuiteSpec exit_swag_suite(bool quick);   // Schwartz et al. 2020, Maddox et al. 2019
 SuiteSpec mae_deq_suite(bool quick);     // Peng et al. 2020 (MAE), Bai et al. 2019 (DEQ)
 SuiteSpec objectives_suite(bool quick);  // Li et al. 2024 (LM vs translation pretraining)
-SuiteSpec defsent_suite(bool quick);     // Tsukagoshi et al. 2021 (DefSent), Liu 2024 (DefSent+)
+SuiteSpec defsent_suite(bool quick);
+SuiteSpec attention_shape_suite(
+    bool quick);  // Zhang et al. 2024 (Hedgehog), spikiness     // Tsukagoshi et al. 2021
+                  // (DefSent), Liu 2024 (DefSent+)
 
 }  // namespace seqlab
