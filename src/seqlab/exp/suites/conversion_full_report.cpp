@@ -176,8 +176,12 @@ std::string targets(const Grid& g) {
                       mean("hedgehog_at") < mean("hedgehog") ? "**yes**" : "**no**",
                       mean("hedgehog_at"), mean("hedgehog"),
                       test_difference(g.find("hedgehog_at"), g.find("hedgehog")));
-  // The feature maps against each other (Hedgehog's Table 3/6 ordering: Hedgehog < T2R < ELU+1).
-  for (auto [a, b] : {std::pair{"hedgehog_at", "t2r"}, std::pair{"t2r", "elu"}}) {
+  // The feature maps against each other (Hedgehog's Table 3/6 ordering: Hedgehog < T2R < ELU+1),
+  // Liger's key gate against none, and Tied-LoRA against LoRA (the claim: close, with fewer
+  // trainable parameters).
+  for (auto [a, b] :
+       {std::pair{"hedgehog_at", "t2r"}, std::pair{"t2r", "elu"}, std::pair{"gla", "hedgehog_at"},
+        std::pair{"hybrid_tied_lora", "hybrid_lora"}}) {
     if (std::isnan(mean(a)) || std::isnan(mean(b))) continue;
     md += fmt::format("- {} beats {}: {} ({:.2f} vs {:.2f}; {}).\n", g.by.at(a).label,
                       g.by.at(b).label, mean(a) < mean(b) ? "**yes**" : "**no**", mean(a), mean(b),
