@@ -38,7 +38,7 @@ struct EvalArgs {
   int64_t context = 0;           // lm models: window length (0 = the training length)
   int64_t by_position = 0;       // lm models: perplexity per bucket of this many positions
   std::string engine = "torch";  // lm models: torch (SeqModel::forward) | fast (infer/)
-  std::string weights = "f32";   // --engine fast: the decoder's weight format
+  std::string weights;           // --engine fast: the decoder's weight format ("" = as stored)
   std::string exit_thresholds;   // classifiers: early-exit curve at these thresholds
   int64_t swag_samples = 0;      // classifiers: SWAG Bayesian model average of N samples
   double swag_scale = 0.5;
@@ -90,9 +90,10 @@ void eval_lm_positions(const EvalArgs& a, LoadedModel& lm, const LmTask& task, S
 
 // --engine fast: the same windows as evaluate_lm, scored with the fast decoder's logits in the
 // requested weight format (infer/fast_eval.h).
+// `format` receives the format measured.
 LmEvalResult eval_lm_fast(const EvalArgs& a, LoadedModel& lm, const LmTask& task, Split split,
-                          int64_t context) {
-  const auto format = parse_weight_format(a.weights);
+                          int64_t context, WeightFormat& format) {
+  format = a.weights.empty() ? lm.weights : parse_weight_format(a.weights);
   SEQLAB_CHECK(format == WeightFormat::f32,
                "--weights {}: the fast decoder runs f32 weights only in this build",
                weight_format_name(format));
@@ -123,14 +124,15 @@ void eval_lm(const EvalArgs& a, LoadedModel& lm, const TaskConfig& tc, const LmT
     SEQLAB_CHECK(!fast, "--by-position needs --engine torch");
     return eval_lm_positions(a, lm, task, split, context);
   }
-  const auto r = fast ? eval_lm_fast(a, lm, task, split, context)
+  WeightFormat format = WeightFormat::f32;
+  const auto r = fast ? eval_lm_fast(a, lm, task, split, context, format)
                       : evaluate_lm(*lm.model, task, split, context, a.batch, a.max_tokens);
   if (a.json) {
     nlohmann::json doc = {{"task", tc.task}, {"arch", mc.mixer.arch}, {"split", a.split},
                           {"ppl", r.ppl},    {"nll", r.nll},          {"tokens", r.tokens}};
     if (fast) {
       doc["engine"] = a.engine;
-      doc["weights"] = a.weights;
+      doc["weights"] = weight_format_name(format);
     }
     std::cout << doc.dump() << "\n";
     return;
@@ -139,7 +141,7 @@ void eval_lm(const EvalArgs& a, LoadedModel& lm, const TaskConfig& tc, const LmT
       "{} on {} ({}, {}): {} perplexity {:.4f} (nll {:.4f} nats over {} tokens, "
       "context {}{})\n",
       mc.mixer.arch, tc.task, tc.corpus, tc.tokenizer, a.split, r.ppl, r.nll, r.tokens, context,
-      fast ? fmt::format("; fast engine, {} weights", a.weights) : std::string());
+      fast ? fmt::format("; fast engine, {} weights", weight_format_name(format)) : std::string());
 }
 
 void print_eval_table(const ModelConfig& mc, const std::string& task, const nlohmann::json& results,
@@ -165,10 +167,11 @@ void print_eval_table(const ModelConfig& mc, const std::string& task, const nloh
 void check_engine(const EvalArgs& a) {
   SEQLAB_CHECK(a.engine == "torch" || a.engine == "fast",
                "--engine must be torch or fast, got '{}'", a.engine);
-  parse_weight_format(a.weights);
-  SEQLAB_CHECK(a.engine == "fast" || a.weights == "f32",
-               "--weights {} needs --engine fast (the torch engine runs the stored f32 weights)",
-               a.weights);
+  if (!a.weights.empty()) parse_weight_format(a.weights);
+  SEQLAB_CHECK(
+      a.engine == "fast" || a.weights.empty() || a.weights == "f32",
+      "--weights {} needs --engine fast (the torch engine runs the weights as loaded, in fp32)",
+      a.weights);
   SEQLAB_CHECK(a.engine != "fast" || (a.exit_thresholds.empty() && a.swag_samples == 0),
                "--engine fast measures language models' perplexity; --exit-threshold and "
                "--swag-samples are classifier evaluations (use --engine torch)");
@@ -302,8 +305,8 @@ void add_eval_commands(CLI::App& app, Actions& actions) {
                    "same windows and scoring)")
       ->capture_default_str();
   eval->add_option("--weights", ea->weights,
-                   "--engine fast: weight format of the decoder (f32, bf16, int8)")
-      ->capture_default_str();
+                   "--engine fast: weight format of the decoder (f32, bf16, int8; default: the "
+                   "format the model directory stores, f32 for most)");
   ea->common.add(eval);
   actions.push_back({eval, [ea] { return run_eval(*ea); }});
 }
