@@ -81,7 +81,7 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
   int lines = 0;
   while (std::getline(csv, line)) {
     ++lines;
-    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 17) << line;
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 18) << line;  // 19 columns, weights last
   }
   EXPECT_EQ(lines, 16);
 

@@ -28,7 +28,8 @@ struct BatchCase {
   std::string name, arch;
   bool llama = false;  // RoPE, GQA, RMSNorm, SwiGLU, parallel residual
   infer::Kernel kernel = infer::Kernel::automatic;
-  int threads = 1;  // infer::set_threads
+  int threads = 1;                           // infer::set_threads
+  WeightFormat weights = WeightFormat::f32;  // FastModel's weight format (infer/kernels_quant.h)
 };
 
 std::ostream& operator<<(std::ostream& os, const BatchCase& c) {
@@ -83,7 +84,7 @@ TEST_P(FastBatch, EachRowEqualsItsSoloStep) {
     torch::NoGradGuard ng;
     for (auto& p : m.parameters()) p.add_(0.05 * torch::randn_like(p));
   }
-  FastModel batched(m), solo(m);
+  FastModel batched(m, GetParam().weights), solo(m, GetParam().weights);
   for (int64_t B : {1, 3, 6, 13}) {
     SCOPED_TRACE("B = " + std::to_string(B));
     // Row i starts after a prompt of 2 i + 1 tokens: every row at its own position.
@@ -170,7 +171,19 @@ INSTANTIATE_TEST_SUITE_P(
         BatchCase{"elman", "elman"}, BatchCase{"gru", "gru"}, BatchCase{"lstm", "lstm"},
         BatchCase{"lstm_scalar", "lstm", false, infer::Kernel::scalar}, BatchCase{"qrnn", "qrnn"},
         BatchCase{"s4d", "s4d"}, BatchCase{"mamba", "mamba"},
-        BatchCase{"mamba_2threads", "mamba", false, infer::Kernel::automatic, 2}),
+        BatchCase{"mamba_2threads", "mamba", false, infer::Kernel::automatic, 2},
+        // Narrow weights: the quantized products keep each batched row bitwise its solo step.
+        BatchCase{"softmax_rope_gqa_int8", "softmax", true, infer::Kernel::automatic, 1,
+                  WeightFormat::int8},
+        BatchCase{"softmax_rope_gqa_int8_2threads", "softmax", true, infer::Kernel::automatic, 2,
+                  WeightFormat::int8},
+        BatchCase{"t2r_int8_scalar", "t2r", false, infer::Kernel::scalar, 1, WeightFormat::int8},
+        BatchCase{"hybrid_llama_bf16", "hybrid", true, infer::Kernel::automatic, 1,
+                  WeightFormat::bf16},
+        BatchCase{"hedgehog_bf16_2threads", "hedgehog", true, infer::Kernel::automatic, 2,
+                  WeightFormat::bf16},
+        BatchCase{"mamba_int8", "mamba", false, infer::Kernel::automatic, 1, WeightFormat::int8},
+        BatchCase{"qrnn_bf16_scalar", "qrnn", false, infer::Kernel::scalar, 1, WeightFormat::bf16}),
     [](const auto& info) { return info.param.name; });
 
 // The batch's product against matvec row by row, bitwise, with odd sizes: rows past the last

@@ -26,7 +26,7 @@ struct BenchDecodeArgs {
 };
 
 struct DecodeRunArgs {
-  std::string model, engine;
+  std::string model, engine, weights = "f32";
   int64_t context = 0, gen = 0, batch = 1, decoder_threads = 1;
   uint64_t seed = 0;
   Common common;
@@ -48,7 +48,7 @@ int run_bench_decode(BenchDecodeArgs& a) {
 int run_decode_worker(DecodeRunArgs& a) {
   a.common.apply();
   auto m = infer::measure_decode(a.model, a.engine, a.context, a.gen, a.seed, a.batch,
-                                 a.decoder_threads);
+                                 a.decoder_threads, parse_weight_format(a.weights));
   std::cout << nlohmann::json{{"prefill_s", m.prefill_s},
                               {"gen_s", m.gen_s},
                               {"state_bytes", m.state_bytes}}
@@ -91,6 +91,11 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
   dec->add_option("--batch", ba->cfg.batches,
                   "batch sizes, comma-separated: B sequences generated together by the fast "
                   "engine's batched step (tokens/s summed over them)")
+      ->delimiter(',')
+      ->capture_default_str();
+  dec->add_option("--weights", ba->cfg.weights,
+                  "weight formats of the fast engines, comma-separated: f32, bf16, int8 "
+                  "(int8: blocks of 32 with a scale each; the torch engine runs f32 only)")
       ->delimiter(',')
       ->capture_default_str();
   dec->add_option("--decoder-threads", ba->cfg.decoder_threads,
@@ -190,6 +195,7 @@ void add_bench_commands(CLI::App& app, Actions& actions) {
   run->add_option("--seed", ra->seed);
   run->add_option("--batch", ra->batch);
   run->add_option("--decoder-threads", ra->decoder_threads);
+  run->add_option("--weights", ra->weights);
   ra->common.add(run);
   actions.push_back({run, [ra] { return run_decode_worker(*ra); }});
 }

@@ -26,6 +26,7 @@ namespace {
 
 struct GenerateArgs {
   std::string model, prompt, prompt_file, prompt_ids, engine = "auto", save_state, load_state;
+  std::string weights;  // "" = the format the directory stores (f32 unless seqlab quantize)
   int64_t max_new = 64;
   infer::SamplerConfig sampler;
   bool json = false, stop_at_eos = false;
@@ -69,6 +70,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 void check_generate_args(const GenerateArgs& a) {
   SEQLAB_CHECK(a.decoder_threads >= 1, "--decoder-threads must be >= 1, got {}", a.decoder_threads);
   a.sampler.validate();
+  if (!a.weights.empty()) {
+    parse_weight_format(a.weights);
+    SEQLAB_CHECK(a.engine != "torch" || a.weights == "f32",
+                 "--weights {} needs the fast engine (the torch engine runs the fp32 model)",
+                 a.weights);
+  }
   SEQLAB_CHECK(a.max_new >= 0, "--max-new must be >= 0, got {}", a.max_new);
   SEQLAB_CHECK(a.engine == "auto" || a.engine == "fast" || a.engine == "torch",
                "--engine must be auto, fast or torch, got '{}'", a.engine);
@@ -117,7 +124,11 @@ int run_generate(GenerateArgs& a) {
                "model: {}",
                choice.reason);
   if (!choice.notice.empty()) log_warn("{}", choice.notice);
-  auto engine = infer::make_engine(choice.engine, *lm.model);
+  // The fast engine runs the directory's stored format unless --weights says otherwise; the torch
+  // engine runs the fp32 model load_model_dir made from it.
+  WeightFormat weights = a.weights.empty() ? lm.weights : parse_weight_format(a.weights);
+  if (choice.engine == "torch" && a.weights.empty()) weights = WeightFormat::f32;
+  auto engine = infer::make_engine(choice.engine, *lm.model, weights);
   // The tokens to consume before sampling: a loaded state's pending token, then the prompt.
   const int64_t pending_in = a.load_state.empty() ? -1 : engine->load_state(a.load_state);
   const int64_t start = engine->pos();
@@ -176,6 +187,7 @@ int run_generate(GenerateArgs& a) {
   if (a.json) {
     nlohmann::json doc = {{"model", a.model},
                           {"engine", choice.engine},
+                          {"weights", weight_format_name(weights)},
                           {"prompt_ids", prompt},
                           {"generated_ids", generated},
                           {"text", tok ? nlohmann::json(tok->decode(generated)) : nlohmann::json()},
@@ -239,6 +251,9 @@ void add_generate_commands(CLI::App& app, Actions& actions) {
                 "sampling seed; the draw at position p depends only on (seed, p)")
       ->capture_default_str()
       ->group("Sampling");
+  g->add_option("--weights", ga->weights,
+                "the fast engine's weight format: f32, bf16 or int8 (blocks of 32 with a scale "
+                "each; converted at load). Default: the format the model directory stores");
   g->add_option("--engine", ga->engine,
                 "auto (fast where it supports the model, else torch with a notice), fast "
                 "(hand-written decoder; an error on a model it does not support) or torch "

@@ -15,6 +15,8 @@
 // support (infer::fast_support) has its fast rows skipped with the reason.
 #pragma once
 
+#include "seqlab/core/quant.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,6 +34,8 @@ struct DecodeBenchConfig {
   // Sequences decoded together (FastModel::step_batch; batch > 1 runs the fast engines only) and
   // the fast decoder's threads (infer::set_threads).
   std::vector<int64_t> batches = {1};
+  // Weight formats of the fast engines (core/quant.h names; the torch engine runs f32 only).
+  std::vector<std::string> weights = {"f32"};
   int64_t decoder_threads = 1;
   uint64_t seed = 0;       // of the random prompt tokens
   std::string worker_exe;  // the seqlab binary, re-executed as `bench decode-run`
@@ -52,12 +56,14 @@ struct DecodeMeasurement {
 // another, then generated together, one step_batch per token; the times are the whole batch's.
 DecodeMeasurement measure_decode(const std::string& model_dir, const std::string& engine,
                                  int64_t context, int64_t gen, uint64_t seed, int64_t batch = 1,
-                                 int64_t decoder_threads = 1);
+                                 int64_t decoder_threads = 1,
+                                 WeightFormat weights = WeightFormat::f32);
 
 // One output row: a (model, engine, context, batch, test) cell (tokens_per_s: the whole batch's)
 // over its repetitions.
 struct DecodeBenchRow {
   std::string model, arch, engine, test;                 // test: pp | tg
+  std::string weights = "f32";                           // the fast engine's weight format
   int64_t context = 0, batch = 1, tokens = 0, reps = 0;  // tokens: per sequence
   double tokens_per_s = 0, sd = 0, ms_per_token = 0, peak_rss_mb = 0, state_mb = 0;
   double fast_over_torch = 0;  // tg rows when both engines ran: fast tokens/s ÷ torch tokens/s

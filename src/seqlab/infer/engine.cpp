@@ -17,7 +17,8 @@ constexpr const char* kPendingKey = "pending_token";
 
 class FastEngine : public Engine {
  public:
-  explicit FastEngine(SeqModelImpl& model) : fm_(model), s_(fm_.init_state()) {}
+  FastEngine(SeqModelImpl& model, WeightFormat weights)
+      : fm_(model, weights), s_(fm_.init_state()) {}
   std::string name() const override { return "fast"; }
   int64_t vocab_size() const override { return fm_.vocab_size(); }
   int64_t pos() const override { return s_.pos; }
@@ -125,7 +126,8 @@ int64_t Engine::load_state(const std::string&) {
   fail("--load-state needs --engine fast (the {} engine has no state file)", name());
 }
 
-std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model) {
+std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model,
+                                    WeightFormat weights) {
   const auto& cfg = model.config();
   SEQLAB_CHECK(cfg.head == "lm", "not a language model: its head is '{}', generation needs 'lm'",
                cfg.head);
@@ -136,8 +138,11 @@ std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model
     SEQLAB_CHECK(why.empty(),
                  "the fast engine does not support this model: {} (use --engine torch or auto)",
                  why);
-    return std::make_unique<FastEngine>(model);
+    return std::make_unique<FastEngine>(model, weights);
   }
+  SEQLAB_CHECK(weights == WeightFormat::f32,
+               "--weights {} needs the fast engine (the torch engine runs the fp32 model)",
+               weight_format_name(weights));
   if (name == "torch") return std::make_unique<TorchEngine>(model);
   fail("unknown engine '{}' (engines: fast, torch)", name);
 }

@@ -15,6 +15,7 @@
 // uninterrupted one would have.
 #pragma once
 
+#include "seqlab/core/quant.h"
 #include "seqlab/model/model.h"
 
 #include <cstdint>
@@ -70,7 +71,9 @@ std::vector<int64_t> generation_inputs(int64_t pending, const std::vector<int64_
 // "fast" or "torch" for a causal lm-head model with no unmerged adapters; the model must outlive
 // the torch engine (the fast one copies the weights). "fast" is an error naming the reason for a
 // model fast_support() (infer/fast_model.h) refuses.
-std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model);
+// `weights`: the fast engine's weight format (core/quant.h); the torch engine takes f32 only.
+std::unique_ptr<Engine> make_engine(const std::string& name, SeqModelImpl& model,
+                                    WeightFormat weights = WeightFormat::f32);
 
 // Resolves a requested engine (auto | fast | torch) for this model. auto is fast where
 // fast_support() allows it, else torch, with `notice` set to one line saying why; an explicit fast

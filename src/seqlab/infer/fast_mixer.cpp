@@ -33,6 +33,14 @@ Dense::Dense(const Weights& wt, const std::string& name, int64_t out_, int64_t i
     : out(out_), in(in_) {
   w = wt.take(name + ".weight", {out, in});
   if (wt.has(name + ".bias")) b = wt.take(name + ".bias", {out});
+  convert(wt.format());
+}
+
+void Dense::convert(WeightFormat format) {
+  if (format == WeightFormat::f32 || qw.format == format) return;
+  SEQLAB_CHECK(qw.format == WeightFormat::f32, "Dense: converting between two narrow formats");
+  qw = QuantMatrix(w.data(), out, in, format);
+  w = std::vector<float>();  // the narrow copy is the one the products read
 }
 
 std::unique_ptr<FastMixer> make_fast_mixer(const MixerConfig& cfg, const Weights& w) {

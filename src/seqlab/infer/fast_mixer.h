@@ -12,6 +12,7 @@
 
 #include "seqlab/core/safetensors.h"
 #include "seqlab/infer/kernels.h"
+#include "seqlab/infer/kernels_quant.h"
 #include "seqlab/mixers/mixer_config.h"
 
 #include <algorithm>
@@ -28,8 +29,11 @@ class FastRope;
 // Also carries what the layers of one model share: the rotary tables (infer/fast_rope.h).
 class Weights {
  public:
-  explicit Weights(const TensorMap& tensors, std::shared_ptr<const FastRope> rope = nullptr)
-      : t_(tensors), rope_(std::move(rope)) {}
+  explicit Weights(const TensorMap& tensors, std::shared_ptr<const FastRope> rope = nullptr,
+                   WeightFormat format = WeightFormat::f32)
+      : t_(tensors), rope_(std::move(rope)), format_(format) {}
+  // The format the Dense matrices built from these weights take (core/quant.h).
+  WeightFormat format() const { return format_; }
   // The named tensor's values, checked against the expected shape (seqlab::Error otherwise).
   std::vector<float> take(const std::string& name, const std::vector<int64_t>& shape) const;
   bool has(const std::string& name) const { return t_.count(name) != 0; }
@@ -40,23 +44,48 @@ class Weights {
  private:
   TensorMap t_;
   std::shared_ptr<const FastRope> rope_;
+  WeightFormat format_ = WeightFormat::f32;
 };
 
-// y = W x + b with owned weights.
+// y = W x + b with owned weights, in the format Weights::format() names (core/quant.h): fp32 in
+// `w`, or bf16 / int8 in `qw` (infer/kernels_quant.h; `w` is then empty). Mixers run their
+// products through these methods, never on `w` directly, so every format reaches every product.
 struct Dense {
   std::vector<float> w, b;  // [out, in], [out] (b may be empty)
   int64_t out = 0, in = 0;
+  QuantMatrix qw;  // format bf16 / int8 only
   Dense() = default;
-  // Reads "<name>.weight" [out,in] and, when present, "<name>.bias" [out].
+  // Reads "<name>.weight" [out,in] and, when present, "<name>.bias" [out], then converts the
+  // weights to wt.format().
   Dense(const Weights& wt, const std::string& name, int64_t out, int64_t in);
+  // Converts fp32 `w` to `format` (f32: nothing to do).
+  void convert(WeightFormat format);
+  WeightFormat format() const { return qw.format; }
+  int64_t weight_bytes() const {
+    return qw.format == WeightFormat::f32 ? out * in * 4 : qw.bytes();
+  }
   void operator()(const float* x, float* y) const {
-    matvec(w.data(), b.empty() ? nullptr : b.data(), x, y, out, in);
+    if (qw.format != WeightFormat::f32)
+      quant_matmul(qw, bias(), x, y, 1);
+    else
+      matvec(w.data(), bias(), x, y, out, in);
   }
   // The same for n rows X [n,in] -> Y [n,out] of a batched step (matmul_rows_blocked: one pass
   // over the weights, each row bitwise operator()'s).
   void rows(const float* X, float* Y, int64_t n) const {
-    matmul_rows_blocked(w.data(), b.empty() ? nullptr : b.data(), X, Y, n, out, in);
+    if (qw.format != WeightFormat::f32)
+      quant_matmul(qw, bias(), X, Y, n);
+    else
+      matmul_rows_blocked(w.data(), bias(), X, Y, n, out, in);
   }
+  // n rows of a prefill chunk (fp32: matmul_rows, which may tile differently from rows()).
+  void prefill(const float* X, float* Y, int64_t n) const {
+    if (qw.format != WeightFormat::f32)
+      quant_matmul(qw, bias(), X, Y, n);
+    else
+      matmul_rows(w.data(), bias(), X, Y, n, out, in);
+  }
+  const float* bias() const { return b.empty() ? nullptr : b.data(); }
 };
 
 class FastMixer {

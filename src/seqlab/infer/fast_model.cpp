@@ -74,7 +74,8 @@ std::string fast_support(SeqModelImpl& model) {
   return why;
 }
 
-FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
+FastModel::FastModel(SeqModelImpl& model, WeightFormat weights)
+    : cfg_(model.config()), format_(weights) {
   const auto why = fast_support(model);
   SEQLAB_CHECK(why.empty(), "the fast decoder does not support this model: {}", why);
   D_ = cfg_.mixer.d_model;
@@ -95,6 +96,10 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
   lnf_w_ = copy_of(all.at("ln_f.weight"));
   lnf_b_ = norm_bias("ln_f.bias");
   if (!cfg_.tie_embeddings) head_ = copy_of(all.at("head.weight"));
+  if (format_ != WeightFormat::f32) {
+    qhead_ = QuantMatrix(head_.empty() ? wte_.data() : head_.data(), V_, D_, format_);
+    head_ = std::vector<float>();
+  }
   // One set of RoPE tables for every layer (their mixers differ in init_seed only).
   std::shared_ptr<const FastRope> rope;
   if (cfg_.mixer.rope) rope = std::make_shared<FastRope>(cfg_.mixer, cfg_.mixer.max_len);
@@ -114,15 +119,16 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
     b.ln2_b = norm_bias(p + "ln2.bias");
     MixerConfig mc = cfg_.mixer;
     mc.init_seed = cfg_.mixer.init_seed + 1000003ULL * static_cast<uint64_t>(l);
-    b.mixer = make_fast_mixer(mc, Weights(sub("mixer."), rope));
+    b.mixer = make_fast_mixer(mc, Weights(sub("mixer."), rope, format_));
     b.state_offset = state_size_;
     state_size_ += b.mixer->state_size();
     scratch = std::max(scratch, b.mixer->scratch_size());
     pscratch = std::max(pscratch, b.mixer->prefill_scratch_size(kPrefillChunk));
     if (I_ > 0) {
-      Weights mw(sub("mlp."));
+      Weights mw(sub("mlp."), nullptr, format_);
       if (swiglu_) {
-        const Dense gate(mw, "gate", I_, D_), up(mw, "up", I_, D_);
+        const Weights mw32(sub("mlp."));  // stacked in fp32, then converted
+        const Dense gate(mw32, "gate", I_, D_), up(mw32, "up", I_, D_);
         b.fc1.out = 2 * I_;
         b.fc1.in = D_;
         b.fc1.w = gate.w;
@@ -130,6 +136,7 @@ FastModel::FastModel(SeqModelImpl& model) : cfg_(model.config()) {
         SEQLAB_CHECK(gate.b.empty() == up.b.empty(), "fast decoder: {}mlp: gate and up biases", p);
         b.fc1.b = gate.b;
         b.fc1.b.insert(b.fc1.b.end(), up.b.begin(), up.b.end());
+        b.fc1.convert(format_);
         b.fc2 = Dense(mw, "down", D_, I_);
       } else {
         b.fc1 = Dense(mw, "fc1", I_, D_);
@@ -170,12 +177,13 @@ void FastModel::norm(const float* x, const std::vector<float>& w, const std::vec
 
 void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t n,
                     bool batch) const {
-  auto rows = batch ? matmul_rows_blocked : matmul_rows;
   const int64_t hidden = b.fc1.out;
   if (n == 1)
     b.fc1(H, M);
+  else if (batch)
+    b.fc1.rows(H, M, n);
   else
-    rows(b.fc1.w.data(), b.fc1.b.empty() ? nullptr : b.fc1.b.data(), H, M, n, hidden, D_);
+    b.fc1.prefill(H, M, n);
   if (swiglu_) {
     // Row i is [gate | up] at M + 2I i; silu(gate) * up goes to M + I i, which ends before any
     // row not read yet, so the rows compact in place into [n, I].
@@ -187,8 +195,10 @@ void FastModel::mlp(const Block& b, const float* H, float* Y, float* M, int64_t 
   }
   if (n == 1)
     b.fc2(M, Y);
+  else if (batch)
+    b.fc2.rows(M, Y, n);
   else
-    rows(b.fc2.w.data(), b.fc2.b.empty() ? nullptr : b.fc2.b.data(), M, Y, n, D_, I_);
+    b.fc2.prefill(M, Y, n);
 }
 
 template <class Mix>
@@ -268,8 +278,14 @@ void FastModel::step_batch(const int64_t* tokens, DecoderState* const* states, i
   for (int64_t i = 0; i < B; ++i) states[i]->pos += 1;
   if (!logits) return;
   for (int64_t i = 0; i < B; ++i) norm(X + i * D_, lnf_w_, lnf_b_, bh_.data() + i * D_);
-  matmul_rows_blocked(head_.empty() ? wte_.data() : head_.data(), nullptr, bh_.data(), logits, B,
-                      V_, D_);
+  head(bh_.data(), logits, B);
+}
+
+void FastModel::head(const float* H, float* logits, int64_t n) const {
+  if (format_ != WeightFormat::f32)
+    quant_matmul(qhead_, nullptr, H, logits, n);
+  else
+    matmul_rows_blocked(head_.empty() ? wte_.data() : head_.data(), nullptr, H, logits, n, V_, D_);
 }
 
 void FastModel::step(int64_t token, DecoderState& s, float* logits) {
@@ -285,7 +301,7 @@ void FastModel::step(int64_t token, DecoderState& s, float* logits) {
   s.pos = p + 1;
   if (!logits) return;
   norm(x, lnf_w_, lnf_b_, h_.data());
-  matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
+  head(h_.data(), logits, 1);
 }
 
 void FastModel::embed(int64_t token, int64_t p, float* x) const {
@@ -321,7 +337,7 @@ void FastModel::prefill(const int64_t* tokens, int64_t n, DecoderState& s, float
     s.pos += c;
     if (c0 + c == n && logits) {
       norm(X + (c - 1) * D_, lnf_w_, lnf_b_, h_.data());
-      matvec(head_.empty() ? wte_.data() : head_.data(), nullptr, h_.data(), logits, V_, D_);
+      head(h_.data(), logits, 1);
     }
   }
 }

@@ -7,6 +7,7 @@
 // Equals SeqModel::step (and forward) at every position: tests/test_fast_decoder.cpp.
 #pragma once
 
+#include "seqlab/core/quant.h"
 #include "seqlab/core/safetensors.h"
 #include "seqlab/infer/fast_mixer.h"
 #include "seqlab/model/model.h"
@@ -34,10 +35,13 @@ struct DecoderState {
 class FastModel {
  public:
   // Copies the weights of an lm-head model (adapters must be merged first); a model
-  // fast_support() refuses is a seqlab::Error naming the reason.
-  explicit FastModel(SeqModelImpl& model);
+  // fast_support() refuses is a seqlab::Error naming the reason. `weights` (core/quant.h) is the
+  // format of every projection, MLP matrix and the LM head (infer/kernels_quant.h); the token
+  // embedding, norms, biases, feature maps and the RNN cells' matrices stay fp32.
+  explicit FastModel(SeqModelImpl& model, WeightFormat weights = WeightFormat::f32);
 
   const ModelConfig& config() const { return cfg_; }
+  WeightFormat weight_format() const { return format_; }
   int64_t vocab_size() const { return V_; }
   int64_t state_size() const { return state_size_; }
 
@@ -87,7 +91,11 @@ class FastModel {
   std::string pos_;                                 // learned | sinusoidal | none
   int64_t D_ = 0, V_ = 0, I_ = 0, state_size_ = 0;  // I_: MLP width (0 = no MLP)
   bool rms_ = false, swiglu_ = false, parallel_ = false;
-  std::vector<float> wte_, wpe_, lnf_w_, lnf_b_, head_;  // head_ empty when tied
+  WeightFormat format_ = WeightFormat::f32;
+  std::vector<float> wte_, wpe_, lnf_w_, lnf_b_, head_;  // head_ empty when tied or not f32
+  QuantMatrix qhead_;                                    // the head in format_ when it is not f32
+  // logits [n, V] of n final-normed rows H [n, D]; batch: as mlp()'s.
+  void head(const float* H, float* logits, int64_t n) const;
   std::vector<Block> blocks_;
   // Scratch for one token: residual x, normed h, mixer output y, MLP output y2 (parallel
   // residual), MLP hidden, mixer scratch.

@@ -111,6 +111,20 @@ class RowPool {
   void run(const float* W, const float* bias, const float* X, float* Y, int64_t n, int64_t rows,
            int64_t cols) {
     job_ = {W, bias, X, Y, n, rows, cols};
+    start();
+  }
+  // A product of another weight format (infer/kernels_quant.cpp): fn(ctx, r0, r1) computes weight
+  // rows [r0, r1) for every input.
+  void run(RowsFn fn, const void* ctx, int64_t rows) {
+    job_ = {};
+    job_.fn = fn;
+    job_.ctx = ctx;
+    job_.rows = rows;
+    start();
+  }
+
+ private:
+  void start() {
     done_.store(0, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_seq_cst);
     // A worker that counted itself a sleeper checks the generation under mu_ before it waits.
@@ -128,11 +142,12 @@ class RowPool {
         std::this_thread::yield();
   }
 
- private:
   struct Job {
     const float *W = nullptr, *bias = nullptr, *X = nullptr;
     float* Y = nullptr;
     int64_t n = 1, rows = 0, cols = 0;
+    RowsFn fn = nullptr;
+    const void* ctx = nullptr;
   };
   void part(int i) const {
     // Contiguous row ranges, multiples of 4 (the AVX2 kernels' row block) except the last, so that
@@ -141,6 +156,10 @@ class RowPool {
     const int64_t r0 = std::min<int64_t>(job_.rows, i * per);
     const int64_t r1 = std::min<int64_t>(job_.rows, r0 + per);
     if (r1 <= r0) return;
+    if (job_.fn) {
+      job_.fn(job_.ctx, r0, r1);
+      return;
+    }
     const float* b = job_.bias ? job_.bias + r0 : nullptr;
     if (job_.n == 1)
       matvec_one(job_.W + r0 * job_.cols, b, job_.X, job_.Y + r0, r1 - r0, job_.cols);
@@ -198,6 +217,13 @@ void set_threads(int n) {
 
 int threads() {
   return g_pool ? g_pool->size() : 1;
+}
+
+void parallel_rows(RowsFn fn, const void* ctx, int64_t rows, int64_t work) {
+  if (g_pool && work >= kParallelWork && rows >= 8)
+    g_pool->run(fn, ctx, rows);
+  else
+    fn(ctx, 0, rows);
 }
 
 void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,

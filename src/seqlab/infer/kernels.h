@@ -27,6 +27,13 @@ constexpr int64_t kParallelWork = 1 << 15;
 void set_threads(int n);
 int threads();
 
+// Runs fn(ctx, r0, r1) over contiguous ranges of `rows` weight rows that cover them all (starts at
+// multiples of 4): split among set_threads()'s pool when `work` (multiply-adds) is at least
+// kParallelWork and rows >= 8, else one call fn(ctx, 0, rows) on the caller. The products of the
+// other weight formats (infer/kernels_quant.h) split their rows with it.
+using RowsFn = void (*)(const void* ctx, int64_t r0, int64_t r1);
+void parallel_rows(RowsFn fn, const void* ctx, int64_t rows, int64_t work);
+
 // y[r] = bias[r] + sum_c W[r, c] x[c]; W row-major [rows, cols]; bias may be null.
 void matvec(const float* W, const float* bias, const float* x, float* y, int64_t rows,
             int64_t cols);

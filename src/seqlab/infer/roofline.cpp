@@ -153,21 +153,25 @@ std::string size_name(int64_t bytes) {
 
 }  // namespace
 
-TokenCost token_cost(SeqModelImpl& model, int64_t p) {
+TokenCost token_cost(SeqModelImpl& model, int64_t p, WeightFormat format) {
   SEQLAB_CHECK(p >= 0, "token_cost: position {} is negative", p);
   const auto& cfg = model.config();
   const int64_t D = cfg.mixer.d_model;
-  int64_t weights = 0, madds = 0;
+  int64_t weight_bytes = 0, madds = 0;
+  // A matrix in `format` (its last dimension is the input); the lookups and vectors stay fp32.
+  auto matrix = [&](const torch::Tensor& t) {
+    return seqlab::weight_bytes(format, t.numel() / t.size(-1), t.size(-1));
+  };
   for (const auto& [name, t] : model_tensors(model)) {
     const int64_t n = t.numel();
     if (name == "wte.weight") {
       // One row is looked up; a tied head reads all of it in one matrix-vector product.
-      weights += cfg.tie_embeddings ? n : D;
+      weight_bytes += cfg.tie_embeddings ? matrix(t) : 4 * D;
       if (cfg.tie_embeddings) madds += n;
     } else if (name == "wpe.weight") {
-      weights += D;
+      weight_bytes += 4 * D;
     } else {
-      weights += n;
+      weight_bytes += t.dim() == 2 ? matrix(t) : 4 * n;
       if (t.dim() >= 2) madds += n;
     }
   }
@@ -187,7 +191,7 @@ TokenCost token_cost(SeqModelImpl& model, int64_t p) {
     state_flops = 4 * state;
   }
   TokenCost c;
-  c.weight_bytes = 4 * weights;
+  c.weight_bytes = weight_bytes;
   c.state_bytes = 4 * state;
   c.flops = 2 * madds + state_flops;
   return c;

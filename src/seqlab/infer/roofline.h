@@ -17,6 +17,8 @@
 
 #include "seqlab/model/model.h"
 
+#include "seqlab/core/quant.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,7 +44,10 @@ struct TokenCost {
   int64_t weight_bytes = 0, state_bytes = 0, flops = 0;
   int64_t bytes() const { return weight_bytes + state_bytes; }
 };
-TokenCost token_cost(SeqModelImpl& model, int64_t p);
+// `format`: the 2-D matrices and the tied head count at that format's bytes (core/quant.h
+// weight_bytes; 2-D tensors the fast decoder keeps in fp32, such as feature maps' or RNN cells',
+// are counted narrow too: a small under-count).
+TokenCost token_cost(SeqModelImpl& model, int64_t p, WeightFormat format = WeightFormat::f32);
 
 // Streaming read bandwidth over a buffer of `bytes` (rounded up to 64 bytes), one thread, in
 // GB/s (1e9 bytes/s): the best of `reps` timed runs of at least min_seconds each. Many short runs,

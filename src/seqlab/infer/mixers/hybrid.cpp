@@ -95,35 +95,34 @@ class FastHybrid : public FastMixer {
   void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
                int64_t pos0) const override {
     float *Q = scratch, *K = Q + n * D_, *V = K + n * Dkv_, *A = V + n * Dkv_, *Lg = A + n * D_;
-    matmul_rows(q_.w.data(), bias(q_), X, Q, n, D_, D_);                    // [n,D]
-    matmul_rows(k_.w.data(), bias(k_), X, K, n, Dkv_, D_);                  // [n,G*Dh]
-    matmul_rows(v_.w.data(), bias(v_), X, V, n, Dkv_, D_);                  // [n,G*Dh]
+    q_.prefill(X, Q, n);                                                    // [n,D]
+    k_.prefill(X, K, n);                                                    // [n,G*Dh]
+    v_.prefill(X, V, n);                                                    // [n,G*Dh]
     for (int64_t i = 0; i < n; ++i) log_decays(K + i * Dkv_, Lg + i * H_);  // [n,H]
     if (rope_) rope_->rotate_qk(Q, H_, K, G_, Dh_, n, pos0);
     for (int64_t i = 0; i < n; ++i)
       recur(Q + i * D_, K + i * Dkv_, V + i * Dkv_, Lg + i * H_, A + i * D_, state, Lg + n * H_,
             pos0 + i);
-    matmul_rows(o_.w.data(), bias(o_), A, Y, n, D_, D_);  // [n,D]
+    o_.prefill(A, Y, n);  // [n,D]
   }
 
   int64_t batch_scratch_size(int64_t B) const override { return prefill_scratch_size(B); }
   void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
                   float* scratch, const int64_t* pos) const override {
     float *Q = scratch, *K = Q + B * D_, *V = K + B * Dkv_, *A = V + B * Dkv_, *Lg = A + B * D_;
-    matmul_rows_blocked(q_.w.data(), bias(q_), X, Q, B, D_, D_);    // [B,D]
-    matmul_rows_blocked(k_.w.data(), bias(k_), X, K, B, Dkv_, D_);  // [B,G*Dh]
-    matmul_rows_blocked(v_.w.data(), bias(v_), X, V, B, Dkv_, D_);  // [B,G*Dh]
+    q_.rows(X, Q, B);  // [B,D]
+    k_.rows(X, K, B);  // [B,G*Dh]
+    v_.rows(X, V, B);  // [B,G*Dh]
     for (int64_t i = 0; i < B; ++i) {
       float *q = Q + i * D_, *k = K + i * Dkv_, *g = Lg + i * H_;
       log_decays(k, g);  // [H], before RoPE
       if (rope_) rope_->rotate_qk(q, H_, k, G_, Dh_, 1, pos[i]);
       recur(q, k, V + i * Dkv_, g, A + i * D_, states[i], Lg + B * H_, pos[i]);
     }
-    matmul_rows_blocked(o_.w.data(), bias(o_), A, Y, B, D_, D_);  // [B,D]
+    o_.rows(A, Y, B);  // [B,D]
   }
 
  private:
-  static const float* bias(const Dense& d) { return d.b.empty() ? nullptr : d.b.data(); }
   // recur()'s scratch: phi(q), phi(k) [F'], the feature map's temporary [Dh], window scores [W],
   // the window's weighted values [Dh].
   int64_t work() const { return 2 * Fo_ + 2 * Dh_ + W_; }

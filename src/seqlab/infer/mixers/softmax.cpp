@@ -46,26 +46,26 @@ class FastSoftmax : public FastMixer {
   void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
                int64_t pos0) const override {
     float *Q = scratch, *K = Q + n * D_, *V = K + n * Dkv_, *A = V + n * Dkv_, *p = A + n * D_;
-    matmul_rows(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, n, D_, D_);
-    matmul_rows(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, n, Dkv_, D_);
-    matmul_rows(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, n, Dkv_, D_);
+    q_.prefill(X, Q, n);
+    k_.prefill(X, K, n);
+    v_.prefill(X, V, n);
     if (rope_) rope_->rotate_qk(Q, H_, K, G_, Dh_, n, pos0);
     for (int64_t i = 0; i < n; ++i)
       attend(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, state, p, pos0 + i);
-    matmul_rows(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, n, D_, D_);
+    o_.prefill(A, Y, n);
   }
   int64_t batch_scratch_size(int64_t B) const override { return prefill_scratch_size(B); }
   void step_batch(const float* X, float* Y, int64_t B, int64_t, float* const* states,
                   float* scratch, const int64_t* pos) const override {
     float *Q = scratch, *K = Q + B * D_, *V = K + B * Dkv_, *A = V + B * Dkv_, *p = A + B * D_;
-    matmul_rows_blocked(q_.w.data(), q_.b.empty() ? nullptr : q_.b.data(), X, Q, B, D_, D_);
-    matmul_rows_blocked(k_.w.data(), k_.b.empty() ? nullptr : k_.b.data(), X, K, B, Dkv_, D_);
-    matmul_rows_blocked(v_.w.data(), v_.b.empty() ? nullptr : v_.b.data(), X, V, B, Dkv_, D_);
+    q_.rows(X, Q, B);
+    k_.rows(X, K, B);
+    v_.rows(X, V, B);
     for (int64_t i = 0; i < B; ++i) {
       if (rope_) rope_->rotate_qk(Q + i * D_, H_, K + i * Dkv_, G_, Dh_, 1, pos[i]);
       attend(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, states[i], p, pos[i]);
     }
-    matmul_rows_blocked(o_.w.data(), o_.b.empty() ? nullptr : o_.b.data(), A, Y, B, D_, D_);
+    o_.rows(A, Y, B);
   }
   // Packed: K rows 0..pos-1 of each kv head, then V's; the rows past pos are reset()'s zeros.
   int64_t packed_size(int64_t pos) const override { return 2 * std::min(pos, L_) * Dkv_; }
