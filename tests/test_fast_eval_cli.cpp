@@ -70,6 +70,22 @@ TEST(FastEvalCli, FastPerplexityEqualsTorchWithTheSameFieldsPlusEngineAndWeights
   }
 }
 
+// The narrow formats (issue 35): perplexity close to f32's, and not identical (the weights really
+// changed): bf16 within 1%, int8 within 2% on these tiny byte-level models.
+TEST(FastEvalCli, NarrowWeightsStayCloseToF32) {
+  const auto m = lm_model("softmax");
+  const auto f32 = eval_json(m, "--engine fast");
+  ASSERT_TRUE(f32.contains("ppl")) << f32.dump();
+  const double p = f32["ppl"].get<double>();
+  for (const auto& [w, tol] : {std::pair<std::string, double>{"bf16", 0.01}, {"int8", 0.02}}) {
+    const auto q = eval_json(m, "--engine fast --weights " + w);
+    ASSERT_TRUE(q.contains("ppl")) << q.dump();
+    EXPECT_EQ(q["weights"], w);
+    EXPECT_NEAR(q["ppl"].get<double>(), p, tol * p) << w;
+    EXPECT_NE(q["ppl"].get<double>(), p) << w << " changed nothing";
+  }
+}
+
 TEST(FastEvalCli, WhatTheFastEngineCannotMeasureIsAClearError) {
   const auto lm = lm_model("softmax");
   // A model the fast decoder cannot run: the reason is fast_support()'s.

@@ -94,11 +94,8 @@ void eval_lm_positions(const EvalArgs& a, LoadedModel& lm, const LmTask& task, S
 LmEvalResult eval_lm_fast(const EvalArgs& a, LoadedModel& lm, const LmTask& task, Split split,
                           int64_t context, WeightFormat& format) {
   format = a.weights.empty() ? lm.weights : parse_weight_format(a.weights);
-  SEQLAB_CHECK(format == WeightFormat::f32,
-               "--weights {}: the fast decoder runs f32 weights only in this build",
-               weight_format_name(format));
   if (lm.model->adapters) lm.model->merge_adapters();
-  infer::FastModel fast(*lm.model);
+  infer::FastModel fast(*lm.model, format);
   const auto r = infer::fast_perplexity(
       fast, task.tokens(split), context, a.batch, a.max_tokens,
       fmt::format("the {} split of corpus '{}'", split_name(split), task.corpus()));
