@@ -57,6 +57,7 @@ void add_pretrain_commands(CLI::App& app, Actions& actions);   // cmd_objectives
 void add_list_commands(CLI::App& app, Actions& actions);       // cmd_list.cpp: archs, tasks
 void add_serve_commands(CLI::App& app, Actions& actions);      // cmd_serve.cpp
 void add_pack_commands(CLI::App& app, Actions& actions);       // cmd_pack.cpp
+void add_quantize_commands(CLI::App& app, Actions& actions);   // cmd_quantize.cpp
 // cmd_train.cpp. It needs the command line itself (argv[1..]): --nproc relaunches it for the
 // workers.
 void add_train_commands(CLI::App& app, Actions& actions,

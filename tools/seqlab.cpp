@@ -43,6 +43,7 @@ int run(int argc, char** argv, bool parse_only) {
   cli::add_list_commands(app, actions);  // archs, tasks
   cli::add_serve_commands(app, actions);
   cli::add_pack_commands(app, actions);
+  cli::add_quantize_commands(app, actions);
 
   std::string names;
   bool known = false;

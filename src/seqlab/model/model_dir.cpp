@@ -4,6 +4,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/json_read.h"
 #include "seqlab/core/safetensors.h"
+#include "seqlab/model/quantized_dir.h"
 
 #include <filesystem>
 
@@ -34,9 +35,7 @@ void load_model_tensors(torch::nn::Module& m, const std::map<std::string, torch:
   }
 }
 
-void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann::json& sections,
-                    torch::ScalarType weights_dtype) {
-  ensure_dir(dir);
+nlohmann::json model_dir_config(SeqModelImpl& model, const nlohmann::json& sections) {
   nlohmann::json j;
   j["format"] = "seqlab-model";
   j["format_version"] = kFormatVersion;
@@ -46,6 +45,13 @@ void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann:
   // The "adapters" section always describes the model as it is saved.
   j.erase("adapters");
   if (model.adapters) j["adapters"] = model.adapters->config().to_json();
+  return j;
+}
+
+void save_model_dir(const std::string& dir, SeqModelImpl& model, const nlohmann::json& sections,
+                    torch::ScalarType weights_dtype) {
+  ensure_dir(dir);
+  const auto j = model_dir_config(model, sections);
   // Weights first, config last: a directory whose config.json exists has its weights too.
   auto tensors = model_tensors(model);
   if (weights_dtype != torch::kFloat)
@@ -84,9 +90,9 @@ nlohmann::json parse_config_json(std::string_view text, const std::string& path)
     const auto& k = it.key();
     bool section = false;
     for (const char* name : kSections) section = section || k == name;
-    SEQLAB_CHECK(
-        k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" || section,
-        "{}: unknown field '{}'", path, k);
+    SEQLAB_CHECK(k == "format" || k == "format_version" || k == "seqlab_version" || k == "model" ||
+                     k == kWeightsSection || section,
+                 "{}: unknown field '{}'", path, k);
   }
   SEQLAB_CHECK(j.contains("model"), "{}: missing \"model\" section", path);
   return j;
@@ -107,6 +113,14 @@ LoadedModel load_model_dir(const std::string& dir) {
   const std::string w = (fs::path(dir) / kWeightsFile).string();
   SEQLAB_CHECK(fs::exists(w), "{}: missing", w);
   auto file = load_safetensors(w);
+  if (j.contains(kWeightsSection)) {
+    // Stored bf16 / int8 (model/quantized_dir.h): checked, then decoded to fp32.
+    out.weights = parse_weights_section(j[kWeightsSection], cfg_path);
+    SEQLAB_CHECK(!j.contains("adapters"),
+                 "{}: a directory storing weights {} cannot hold unmerged adapters", cfg_path,
+                 weight_format_name(out.weights));
+    file.tensors = decode_weights(file.tensors, model_tensors(*out.model), out.weights, w);
+  }
   load_model_tensors(*out.model, file.tensors, w);
   out.model->eval();
   return out;

@@ -4,10 +4,12 @@
 //   {"format": "seqlab-model", "format_version": 1, "seqlab_version": "0.1.0",
 //    "model": {ModelConfig fields}, "task": {...}, "train": {...}}
 // The optional sections (kSections below) belong to the layers above; the model layer carries
-// them through untouched, except "adapters", which always describes the saved model. Unknown
-// top-level keys and unknown model fields are rejected. model.safetensors holds every parameter and
-// buffer of SeqModel by its stable name; the reader rejects a missing or extra tensor, or a shape
-// that does not match the config.
+// them through untouched, except "adapters", which always describes the saved model. A top-level
+// "weights" section ({"format": "bf16"|"int8", ...}) marks a directory written by `seqlab
+// quantize` (model/quantized_dir.h); it is not carried: a directory saved from a loaded model
+// stores fp32 unless it says otherwise. Unknown top-level keys and unknown model fields are
+// rejected. model.safetensors holds every parameter and buffer of SeqModel by its stable name; the
+// reader rejects a missing or extra tensor, or a shape that does not match the config.
 //
 // Writes are atomic (temp file, fsync, rename): a killed process never leaves a half-written file.
 #pragma once
@@ -49,6 +51,10 @@ struct LoadedModel {
 void save_model_dir(const std::string& dir, SeqModelImpl& model,
                     const nlohmann::json& sections = nlohmann::json::object(),
                     torch::ScalarType weights_dtype = torch::kFloat);
+
+// The config.json save_model_dir writes: format, versions, "model", `sections`, and "adapters"
+// when the model has them attached.
+nlohmann::json model_dir_config(SeqModelImpl& model, const nlohmann::json& sections);
 
 // Reads config.json only.
 nlohmann::json read_config_json(const std::string& dir);
