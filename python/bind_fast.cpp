@@ -42,7 +42,8 @@ struct FastState {
   int64_t pending = -1;  // the last sampled token, not consumed yet (-1: none)
 };
 
-std::shared_ptr<Fast> open(const Path& path) {
+// weights: "f32" | "bf16" | "int8", or "" for the format the directory stores.
+std::shared_ptr<Fast> open(const Path& path, const std::string& weights) {
   const std::string dir = path.string();
   auto lm = on_path(dir, [&] { return load_model_dir(dir); });
   const auto& mc = lm.config;
@@ -53,7 +54,8 @@ std::shared_ptr<Fast> open(const Path& path) {
   if (lm.model->adapters) lm.model->merge_adapters();
   infer::choose_engine("fast", *lm.model);  // the CLI's error when the fast decoder refuses it
   f->limit = infer::max_sequence(*lm.model);
-  f->fm = std::make_shared<FastModel>(*lm.model);
+  f->fm = std::make_shared<FastModel>(*lm.model,
+                                      weights.empty() ? lm.weights : parse_weight_format(weights));
   f->dir = dir;
   f->config = mc.to_json();
   return f;
@@ -359,7 +361,9 @@ void bind_fast(pyb::module_& m) {
 
   pyb::class_<Fast, std::shared_ptr<Fast>>(
       m, "FastModel", "the fast decoder over a causal lm model directory (seqlab generate's)")
-      .def(pyb::init(&open), pyb::arg("dir"))
+      .def(pyb::init(&open), pyb::arg("dir"), pyb::arg("weights") = "")
+      .def_property_readonly(
+          "weights", [](const Fast& f) { return weight_format_name(f.fm->weight_format()); })
       .def("init_state",
            [](const Fast& f) {
              return std::make_shared<FastState>(FastState{f.fm, f.fm->init_state(), -1});

@@ -83,6 +83,9 @@ void add_serve_commands(CLI::App& app, Actions& actions) {
   sub->add_option("--port", c.port, "port (0 = any free port, printed on stderr)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
+  sub->add_option("--weights", c.weights,
+                  "weight format of the decoder: f32, bf16 or int8 (blocks of 32 with a scale "
+                  "each; converted at load). Default: the format the model directory stores");
   sub->add_option("--max-batch", c.scheduler.max_batch, "requests decoded together")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));

@@ -102,3 +102,18 @@ def test_state_data_is_shared(tiny_gru):
     before = data.clone()
     fast.step(65, state)
     assert not torch.equal(data, before)  # the view sees the decoder write the state
+
+
+def test_narrow_weights_equal_the_cli(teacher):
+    for w in ("bf16", "int8"):
+        fast = seqlab.FastModel(teacher, weights=w)
+        assert fast.weights == w
+        want = cli_generate(teacher, 16, "--prompt-ids", " ".join(map(str, PROMPT)), "--weights", w)
+        assert fast.generate_ids(PROMPT, max_tokens=16, **SAMPLING) == want["generated_ids"]
+    assert seqlab.FastModel(teacher).weights == "f32"
+    try:
+        seqlab.FastModel(teacher, weights="q4")
+    except seqlab.Error as e:
+        assert "unknown weight format 'q4'" in str(e)
+    else:
+        raise AssertionError("weights='q4' was accepted")

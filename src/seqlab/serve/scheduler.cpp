@@ -44,7 +44,7 @@ void Request::finish(const std::string& reason, const std::string& error) {
 }
 
 Scheduler::Scheduler(SeqModelImpl& model, SchedulerConfig cfg)
-    : fm_(model),
+    : fm_(model, cfg.weights),
       cfg_(cfg),
       V_(fm_.vocab_size()),
       max_seq_(infer::max_sequence(model)),

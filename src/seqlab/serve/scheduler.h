@@ -101,6 +101,7 @@ struct SchedulerConfig {
   int64_t max_batch = 8;   // requests decoded together
   int64_t max_queue = 64;  // requests waiting beyond them; submit() refuses more
   int64_t cache_bytes = int64_t{256} << 20;
+  WeightFormat weights = WeightFormat::f32;  // the fast decoder's (core/quant.h)
 };
 
 // What /metrics reports; updated by the scheduler, read by anyone.

@@ -433,7 +433,9 @@ Server::Server(const std::string& model_dir, ServeConfig cfg) : impl_(std::make_
   lm.model->eval();
   m.tok = model_tokenizer(lm, model_dir);
   m.chat_template = ChatTemplate::load(model_dir);  // logged once bound (bind())
-  m.sched = std::make_unique<Scheduler>(*lm.model, cfg.scheduler);
+  SchedulerConfig sc = cfg.scheduler;
+  sc.weights = cfg.weights.empty() ? lm.weights : parse_weight_format(cfg.weights);
+  m.sched = std::make_unique<Scheduler>(*lm.model, sc);
   m.lim.max_prompt_tokens = cfg.max_prompt_tokens;
   m.lim.max_output_tokens = cfg.max_output_tokens;
   m.lim.max_sequence = m.sched->max_sequence();

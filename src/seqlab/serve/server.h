@@ -17,6 +17,7 @@ struct ServeConfig {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (bind() returns it)
   SchedulerConfig scheduler;
+  std::string weights;  // --weights: f32 | bf16 | int8; "" = the format the directory stores
   int64_t max_prompt_tokens = 8192;
   int64_t max_output_tokens = 4096;           // the largest max_tokens a request may ask for
   int64_t max_body_bytes = int64_t{1} << 20;  // larger bodies get 413
