@@ -83,6 +83,29 @@ TEST(FastQuant, Avx2DotsEqualTheirScalarTwinsBitwise) {
   }
 }
 
+// The bf16 tile (one weight row x N inputs) gives each input the very dot product of the one-input
+// kernel and of the scalar twin.
+TEST(FastQuant, Bf16TilesEqualTheDotProductBitwise) {
+  if (!cpu_has_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA on this CPU";
+  const int64_t ld = 96;
+  const auto w = randn(ld, 11);
+  std::vector<uint16_t> h(w.size());
+  for (size_t i = 0; i < w.size(); ++i) h[i] = float_to_bf16(w[i]);
+  std::vector<std::vector<float>> xs;
+  for (int i = 0; i < infer::detail::kBf16TileInputs; ++i) xs.push_back(randn(ld, 20 + i));
+  const float* x[infer::detail::kBf16TileInputs];
+  for (int i = 0; i < infer::detail::kBf16TileInputs; ++i) x[i] = xs[i].data();
+  for (int N = 1; N <= infer::detail::kBf16TileInputs; ++N) {
+    float out[infer::detail::kBf16TileInputs];
+    infer::detail::bf16_tile_avx2(h.data(), ld, x, N, out);
+    for (int i = 0; i < N; ++i) {
+      const float want = infer::detail::bf16_dot_scalar(h.data(), x[i], ld);
+      EXPECT_EQ(out[i], want) << "N " << N << " input " << i;
+      EXPECT_EQ(infer::detail::bf16_dot_avx2(h.data(), x[i], ld), want);
+    }
+  }
+}
+
 // Each format's product equals the float64 product of the numbers it really multiplies (bf16: the
 // rounded weights; int8: the dequantized weights and inputs) to fp32 rounding, and the fp32
 // product within the format's own error: bf16 (8-bit mantissa) under 1%, int8 (weights and

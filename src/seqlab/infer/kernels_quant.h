@@ -10,9 +10,11 @@
 //
 // Each format has an AVX2 kernel and a scalar twin that performs the same float operations in the
 // same order (std::fma where AVX2 fuses), so they agree bitwise (tests/test_fast_quant.cpp). A
-// batched product (n input rows) quantizes each input row once, then reads every block of 4 weight
-// rows once for all n inputs; each output is the same dot product as the single-row product's, so
-// a batched row is bitwise its solo step, with any number of threads (parallel_rows).
+// batched product (n input rows) prepares each input row once (int8: quantized) and reads each
+// block of weight rows once for all n inputs (int8: 4 rows; bf16: about 12 KiB of rows, each row
+// against up to 3 inputs at once, every widened weight vector used for all of them). Each output's
+// sum has the same operations in the same order whatever the batch, so a batched row is bitwise its
+// solo step, with any number of threads (parallel_rows).
 #pragma once
 
 #include "seqlab/core/quant.h"
@@ -40,8 +42,13 @@ struct QuantMatrix {
 void quant_matmul(const QuantMatrix& W, const float* bias, const float* X, float* Y, int64_t n);
 
 namespace detail {
+constexpr int kBf16TileInputs = 3;
 // One dot product over `ld` columns (a multiple of 32), as the products use them.
 float bf16_dot_scalar(const uint16_t* w, const float* x, int64_t ld);
+// out[i] = the dot products of bf16 row w with x[i], i < N (1..kBf16TileInputs): each equals
+// bf16_dot_avx2(w, x[i], ld) bitwise.
+__attribute__((target("avx2,fma"))) void bf16_tile_avx2(const uint16_t* w, int64_t ld,
+                                                        const float* const* x, int N, float* out);
 float q8_dot_scalar(const int8_t* w, const float* ws, const int8_t* x, const float* xs, int64_t nb);
 __attribute__((target("avx2,fma"))) float bf16_dot_avx2(const uint16_t* w, const float* x,
                                                         int64_t ld);
