@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets in fuzz/ and runs each for SECONDS (default 600), two at a time.
 #
 #   scripts/fuzz.sh [SECONDS]          all targets: safetensors config bpe state cli hf_config
-#                                      hf_tokenizer serve_request chat_template
+#                                      hf_tokenizer serve_request chat_template quantized
 #   FUZZ_TARGETS="bpe cli" scripts/fuzz.sh 60
 #
 # Builds build-rel/ (the normal Release library, gcc) and build-fuzz/ (clang, the code under
@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 [[ "$seconds" =~ ^[0-9]+$ ]] || { echo "usage: scripts/fuzz.sh [SECONDS]" >&2; exit 2; }
-read -r -a targets <<<"${FUZZ_TARGETS:-safetensors config bpe state cli hf_config hf_tokenizer serve_request chat_template}"
+read -r -a targets <<<"${FUZZ_TARGETS:-safetensors config bpe state cli hf_config hf_tokenizer serve_request chat_template quantized}"
 parallel="${FUZZ_JOBS:-2}"
 
 # clang++ and its libFuzzer runtime (Debian: clang + libclang-rt-14-dev), as scripts/setup.sh
