@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <map>
+
 #include <fstream>
 #include <sstream>
 
@@ -111,7 +113,23 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
     }
     EXPECT_GT(row[row["test"].get<std::string>() + "_tokens_per_s"].get<double>(), 0) << row.dump();
     if (row["engine"] == "fast") EXPECT_EQ(row["threads"], 2) << row.dump();
+    if (row["engine"] == "fast" && row["test"] == "tg")
+      EXPECT_GT(row.value("weight_bytes", 0), 0) << row.dump();
   }
+
+  // A weights axis: each format's rows name it and count the bytes a token reads in it (int8: 34
+  // bytes per 32 weights of every matrix, the rest fp32).
+  r = run_seqlab("bench decode --model " + t2r +
+                 " --contexts 8 --gen 2 --engines fast --weights f32,bf16,int8 --reps 1 -q "
+                 "--format json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::map<std::string, double> bytes;
+  for (const auto& row : nlohmann::json::parse(r.out))
+    if (row["test"] == "tg") bytes[row["weights"].get<std::string>()] = row["weight_bytes"];
+  ASSERT_EQ(bytes.size(), 3u) << r.out;
+  EXPECT_LT(bytes["bf16"], 0.6 * bytes["f32"]);
+  EXPECT_LT(bytes["int8"], 0.4 * bytes["f32"]);
+  EXPECT_LT(bytes["int8"], bytes["bf16"]);
   expect_cli_error("bench decode --model " + sm + " --batch 0", "--batch");
   expect_cli_error("bench decode --model " + sm + " --format xml", "--format");
   expect_cli_error("bench decode --model " + sm + " --engines fast,jax", "jax");

@@ -362,6 +362,8 @@ void run_cell(const DecodeBenchConfig& cfg, const std::string& model, const Mode
       }
       row = variant_row(runs[v.key()], row, B);
       if (row.test == "tg") tg_mean[v.key()] = row.tokens_per_s;
+      if (row.test == "tg" && v.engine.rfind("fast", 0) == 0 && info.costs.count(v.weights))
+        row.weight_bytes = info.costs.at(v.weights)[ci].weight_bytes;
       if (row.test == "tg" && v.engine == "fast" && floors.count(v.weights) &&
           floors[v.weights].ms() > 0) {
         row.floor_ms = floors[v.weights].ms();

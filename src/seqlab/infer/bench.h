@@ -71,6 +71,9 @@ struct DecodeBenchRow {
   // bandwidth measured at the working set's size just before the cell, or FLOPs over peak FMA,
   // whichever is larger) and ms_per_token ÷ floor_ms.
   double floor_ms = 0, x_floor = 0;
+  // Fast tg rows: the bytes of weights a token reads in this row's format (roofline.h
+  // TokenCost::weight_bytes; json only).
+  int64_t weight_bytes = 0;
   std::string note;  // set when the cell was skipped (nothing measured)
 };
 

@@ -66,6 +66,7 @@ std::string format_decode_bench(const std::vector<DecodeBenchRow>& rows, const s
                   {r.test + "_tokens_per_s", r.tokens_per_s}});
         if (r.fast_over_torch > 0) j["fast_over_torch"] = r.fast_over_torch;
         if (r.floor_ms > 0) j.update({{"floor_ms", r.floor_ms}, {"x_floor", r.x_floor}});
+        if (r.weight_bytes > 0) j["weight_bytes"] = r.weight_bytes;
       } else {
         j["note"] = r.note;
       }
