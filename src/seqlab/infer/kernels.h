@@ -1,8 +1,9 @@
 // The fast decoder's arithmetic: plain fp32 loops over contiguous buffers, no LibTorch, no heap.
 //
 // Matrix-vector products have two implementations, chosen once at run time: AVX2 + FMA (8 floats
-// per instruction, four accumulators) on CPUs that have it, and a portable scalar twin that any
-// compiler vectorises as it can. set_kernel() forces one (the tests compare them).
+// per instruction, one weight row at a time in four accumulators) on CPUs that have it, and a
+// portable scalar twin that any compiler vectorises as it can. set_kernel() forces one (the tests
+// compare them).
 #pragma once
 
 #include <cstdint>
@@ -47,7 +48,7 @@ void matmul_rows(const float* W, const float* bias, const float* X, float* Y, in
                  int64_t rows, int64_t cols);
 void set_prefill_tiled(bool on);
 // The same product for a batch of rows (the server's batched step, infer/fast_model.h step_batch),
-// bitwise matvec's results row by row: register-tiled kernels (AVX2: 2 weight rows x 6 inputs in
+// bitwise matvec's results row by row: register-tiled kernels (AVX2: 1 weight row x 3 inputs in
 // 12 accumulators; scalar twin: 4 x 4) that read each block of weights once for all n inputs, with
 // no repacking (matmul_rows' packed GEMM repacks W on every call, which pays for prefill's 64-row
 // chunks but not here: measured 10x slower at 4 rows). With set_threads(n > 1) and at least

@@ -35,36 +35,15 @@ __attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* 
   return s;
 }
 
-// Four rows at a time: x is loaded once per 8 columns for four weight rows.
+// One row at a time (row_dots, kernels_avx2.h).
 __attribute__((target("avx2,fma"))) void matvec_avx2(const float* W, const float* bias,
                                                      const float* x, float* y, int64_t rows,
                                                      int64_t cols) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const float *w0 = W + r * cols, *w1 = w0 + cols, *w2 = w1 + cols, *w3 = w2 + cols;
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(),
-           a3 = _mm256_setzero_ps();
-    int64_t c = 0;
-    for (; c + 8 <= cols; c += 8) {
-      const __m256 xv = _mm256_loadu_ps(x + c);
-      a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w0 + c), xv, a0);
-      a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w1 + c), xv, a1);
-      a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w2 + c), xv, a2);
-      a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w3 + c), xv, a3);
-    }
-    float s0 = hsum256(a0), s1 = hsum256(a1), s2 = hsum256(a2), s3 = hsum256(a3);
-    for (; c < cols; ++c) {
-      s0 += w0[c] * x[c];
-      s1 += w1[c] * x[c];
-      s2 += w2[c] * x[c];
-      s3 += w3[c] * x[c];
-    }
-    y[r] = s0 + (bias ? bias[r] : 0.0f);
-    y[r + 1] = s1 + (bias ? bias[r + 1] : 0.0f);
-    y[r + 2] = s2 + (bias ? bias[r + 2] : 0.0f);
-    y[r + 3] = s3 + (bias ? bias[r + 3] : 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    float s;
+    row_dots<1>(W + r * cols, &x, cols, &s);
+    y[r] = s + (bias ? bias[r] : 0.0f);
   }
-  for (; r < rows; ++r) y[r] = dot_avx2(W + r * cols, x, cols) + (bias ? bias[r] : 0.0f);
 }
 
 __attribute__((target("avx2,fma"))) void axpy_avx2(float a, const float* x, float* y, int64_t n) {
