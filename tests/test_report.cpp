@@ -26,11 +26,36 @@ TEST(Report, MeanOverSeedsBestInParenthesesAndSuccessMark) {
   auto md =
       report_tables({row("lstm", 0, 40, 1.0), row("lstm", 1, 40, 0.9), row("lstm", 0, 80, 0.5),
                      row("lstm", 1, 80, 0.7), row("softmax", 0, 40, 0.55)});
-  EXPECT_NE(md.find("| lstm | 32 | 1 | 2 | 40 | 0.950 (1.000) ✓ | 0.600 (0.700) |"),
+  EXPECT_NE(md.find("| lstm | 32 | 1 | 2 | 40 | 0.950 ±0.635 (1.000) ✓ | 0.600 ±1.271 (0.700) |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| softmax | 32 | 1 | 1 | 40 | 0.550 |"), std::string::npos) << md;
   EXPECT_EQ(md.find("Saturation"), std::string::npos);
+}
+
+// ±h is the half-width of the mean's 95% t interval (2 seeds: t = 12.706 times sd / sqrt(2)); at
+// the longest length every configuration reached, the best mean is set against each other one with
+// Welch's interval, and an interval over 0 says the difference is not resolved.
+TEST(Report, IntervalsInCellsAndDifferencesAtTheLongestLength) {
+  std::vector<nlohmann::json> rows;
+  const double lstm[] = {0.9, 0.95, 1.0}, softmax[] = {0.5, 0.55, 0.6}, gru[] = {0.3, 0.9, 1.0};
+  for (uint64_t s = 0; s < 3; ++s) {
+    rows.push_back(row("lstm", s, 40, 1.0));
+    rows.push_back(row("lstm", s, 80, lstm[s]));
+    rows.push_back(row("softmax", s, 80, softmax[s]));
+    rows.push_back(row("gru", s, 80, gru[s]));
+  }
+  const auto md = report_tables(rows);
+  EXPECT_NE(md.find("Differences at test length 80"), std::string::npos) << md;
+  // sd 0.05 on both sides: se = 0.0408, df = 4, t = 2.776: +0.400 ± 0.113.
+  EXPECT_NE(md.find("- lstm − softmax: +0.400 [+0.287, +0.513], Welch 95%, n = 3 vs 3\n"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- lstm − gru: +0.217 ["), std::string::npos) << md;
+  EXPECT_NE(md.find("n = 3 vs 3; not resolved (the interval includes 0)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| lstm | 32 | 1 | 3 | 40 | 1.000 ±0.000 (1.000) ✓ | 0.950 ±0.124 (1.000) ✓ |"),
+            std::string::npos)
+      << md;
 }
 
 TEST(Report, SaturationRowsGetTheirOwnTable) {
@@ -90,7 +115,8 @@ TEST(Report, KindsTableDividesRightByShareAndAveragesSeeds) {
   EXPECT_NE(md.find("| arch | d_model | n_layer | seeds | test length | neg_type | pos |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| lstm | 32 | 1 | 2 | 40 | 0.200 | 0.900 (1.000) ✓ |"), std::string::npos)
+  EXPECT_NE(md.find("| lstm | 32 | 1 | 2 | 40 | 0.200 | 0.900 ±1.271 (1.000) ✓ |"),
+            std::string::npos)
       << md;
   EXPECT_NE(md.find("| *share of test set* | | | | 40 | *0.125* | *0.550* |"), std::string::npos)
       << md;

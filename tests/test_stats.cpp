@@ -76,3 +76,17 @@ TEST(Stats, WelchDifferenceByHand) {
   EXPECT_DOUBLE_EQ(flat.ci.lo, 1);
   EXPECT_DOUBLE_EQ(flat.ci.hi, 1);
 }
+
+TEST(Stats, HalfWidthAndBestAgainstTheRest) {
+  EXPECT_EQ(half_width_95({0.5}), 0.0);
+  // sd 1, n = 3: t_{.975,2} = 4.303, h = 4.303 / sqrt(3).
+  EXPECT_NEAR(half_width_95({1, 2, 3}), 4.303 / std::sqrt(3.0), 1e-3);
+  EXPECT_EQ(best_vs_rest({{"a", {1, 2, 3}}}, 2), "");
+  const auto s = best_vs_rest({{"a", {1, 2, 3}}, {"b", {8, 9, 10}}, {"c", {4, 6, 8}}}, 2);
+  EXPECT_EQ(s,
+            "- b − a: +7.00 [+4.73, +9.27], Welch 95%, n = 3 vs 3\n"
+            "- b − c: " +
+                fmt_difference(welch_difference({8, 9, 10}, {4, 6, 8}), 2) + "\n");
+  EXPECT_NE(s.find("+3.00 [-"), std::string::npos) << s;
+  EXPECT_NE(s.find("not resolved"), std::string::npos) << s;
+}

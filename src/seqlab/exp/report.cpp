@@ -4,6 +4,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
 #include "seqlab/exp/cells/plain.h"
+#include "seqlab/exp/stats.h"
 #include "seqlab/exp/tables.h"
 
 #include <fmt/format.h>
@@ -101,7 +102,8 @@ double mean(const std::vector<double>& v) {
 std::string acc_cell(const std::vector<double>& v) {
   if (v.empty()) return "";
   const double m = mean(v), best = *std::max_element(v.begin(), v.end());
-  std::string s = v.size() > 1 ? fmt::format("{:.3f} ({:.3f})", m, best) : fmt::format("{:.3f}", m);
+  std::string s = v.size() > 1 ? fmt::format("{:.3f} ±{:.3f} ({:.3f})", m, half_width_95(v), best)
+                               : fmt::format("{:.3f}", m);
   return m >= kSuccessAccuracy ? s + " ✓" : s;
 }
 
@@ -323,6 +325,30 @@ std::string kinds_table(const std::vector<const Group*>& gs) {
   return s;
 }
 
+// The differences a claim about a task rests on: at the longest test length every configuration
+// reached, the best mean accuracy against each other configuration, with Welch's interval.
+std::string longest_length_differences(const std::vector<const Group*>& gs) {
+  if (gs.size() < 2) return "";
+  int64_t L = -1;
+  for (auto* g : gs)
+    if (!g->acc.empty()) L = L < 0 ? g->acc.rbegin()->first : std::min(L, g->acc.rbegin()->first);
+  std::set<std::string> archs;
+  for (auto* g : gs) archs.insert(g->arch);
+  std::vector<std::pair<std::string, std::vector<double>>> samples;
+  for (auto* g : gs) {
+    if (!g->acc.count(L)) return "";
+    samples.emplace_back(archs.size() == gs.size()
+                             ? g->arch
+                             : fmt::format("{} (d {}, {} layers, train ≤ {})", g->arch, g->d_model,
+                                           g->n_layer, g->train_length),
+                         g->acc.at(L));
+  }
+  return fmt::format(
+      "Differences at test length {} (the longest every configuration reached): the best mean "
+      "against each other configuration.\n\n{}\n",
+      L, best_vs_rest(samples, 3));
+}
+
 }  // namespace
 
 namespace {
@@ -336,14 +362,15 @@ std::string tables_of(const std::vector<PlainRow>& rows) {
       if (g.task == task) (g.scale == 0 ? plain : sat).push_back(&g);
     const auto blind = blind_means(rows, task);
     md += fmt::format(
-        "### {}\n\nAccuracy by test length: mean over seeds (best seed); ✓ = mean ≥ "
-        "{:.0f}%.{}\n\n{}\n",
+        "### {}\n\nAccuracy by test length: mean over seeds ±h (best seed), h the half-width of "
+        "the mean's 95% Student t interval (none for one seed); ✓ = mean ≥ {:.0f}%.{}\n\n{}\n",
         task, kSuccessAccuracy * 100,
         blind.empty() ? ""
                       : " *input-blind*: the accuracy of always guessing the class most frequent "
                         "at each scored position, on the same test sequences; a model at or "
                         "below it shows nothing it read from the input.",
         table_for(plain, false, blind));
+    md += longest_length_differences(plain);
     std::vector<Group> acc_groups;
     for (auto* g : plain)
       if (!g->accepted.empty()) {
@@ -361,7 +388,8 @@ std::string tables_of(const std::vector<PlainRow>& rows) {
     if (const auto kt = kinds_table(plain); !kt.empty())
       md += fmt::format(
           "By kind of test example: accuracy on each kind (right / its share of the test "
-          "sequences), mean over seeds (best seed); the last rows give each kind's share.\n\n{}\n",
+          "sequences), mean over seeds ±h (best seed); the last rows give each kind's "
+          "share.\n\n{}\n",
           kt);
     if (!sat.empty())
       md += fmt::format(

@@ -95,6 +95,26 @@ std::string fmt_difference(const Difference& d, int digits) {
                      d.ci.contains_zero() ? "; not resolved (the interval includes 0)" : "");
 }
 
+double half_width_95(const std::vector<double>& v) {
+  const auto i = mean_interval(sample_stats(v));
+  return i.ok ? (i.hi - i.lo) / 2 : 0.0;
+}
+
+std::string best_vs_rest(const std::vector<std::pair<std::string, std::vector<double>>>& samples,
+                         int digits) {
+  if (samples.size() < 2) return "";
+  size_t best = 0;
+  for (size_t i = 1; i < samples.size(); ++i)
+    if (sample_stats(samples[i].second).mean > sample_stats(samples[best].second).mean) best = i;
+  std::string s;
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (i != best)
+      s += fmt::format(
+          "- {} − {}: {}\n", samples[best].first, samples[i].first,
+          fmt_difference(welch_difference(samples[best].second, samples[i].second), digits));
+  return s;
+}
+
 std::string seeds_note(int64_t n_seeds) {
   if (n_seeds == 1)
     return "One seed (n=1): no interval, so no difference between the rows below is resolved.";

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace seqlab {
@@ -55,6 +56,15 @@ std::string fmt_mean_sd_ci(const SampleStats& s, int digits);
 // interval includes 0, "; not resolved (the interval includes 0)"; with a side of one value,
 // "+1.23, n = 3 vs 1, no interval: not resolved".
 std::string fmt_difference(const Difference& d, int digits);
+
+// The half-width of the mean's 95% t interval ("±h" in a compact cell); 0 below two values.
+double half_width_95(const std::vector<double>& v);
+
+// Per-seed samples by label -> one line per label: the sample with the highest mean against each
+// other, "- best − other: +0.05 [+0.01, +0.09], Welch 95%, n = 3 vs 3" (fmt_difference), in the
+// given order. Empty with fewer than two samples.
+std::string best_vs_rest(const std::vector<std::pair<std::string, std::vector<double>>>& samples,
+                         int digits);
 
 // The sentence a report gives about its seeds: with one, that there is no interval and no
 // difference between its rows is resolved; with more, how the cells read.
