@@ -71,8 +71,10 @@ def run_seqlab(seqlab, model, threads, context, gen, weights, threads_flag, has_
     r = {"tg_tokens_per_s": tg["tokens_per_s"], "pp_tokens_per_s": pp["tokens_per_s"],
          "ms_per_token": tg["ms_per_token"], "peak_rss_mib": tg["peak_rss_mb"],
          "floor_ms": tg.get("floor_ms")}
-    # A format chosen at load time is not the file's: take bench decode's own count if it has one.
-    if "weight_bytes" in tg:
+    # A format chosen at load time is not the file's: take bench decode's own count (the bytes a
+    # token reads in that format; the embedding and a learned position table one row each) if it
+    # has one. f32 rows keep the file's size, like the peers' rows.
+    if weights != "f32" and "weight_bytes" in tg:
         r["weight_bytes"] = tg["weight_bytes"]
     elif "weight_mb" in tg:
         r["weight_bytes"] = int(tg["weight_mb"] * 1e6)

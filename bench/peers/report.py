@@ -119,8 +119,11 @@ def markdown(groups, rows, peers, commit):
     lines.extend(summary(groups))
     lines.append("")
     lines.append("GB/s = weight file bytes / ms per generated token (the embedding table is "
-                 "counted whole though a token reads one row of it). seqlab's peak RSS includes "
-                 "the LibTorch runtime and its LibTorch copy of the weights.")
+                 "counted whole though a token reads one row of it). seqlab's bf16 and int8 are "
+                 "chosen at load time (`--weights`), so their weight MB is bench decode's count of "
+                 "the bytes a token reads in that format (the embedding and the learned position "
+                 "table one row each, the tied head whole), not a file's size. seqlab's peak RSS "
+                 "includes the LibTorch runtime and its LibTorch copy of the weights.")
     return "\n".join(lines)
 
 
