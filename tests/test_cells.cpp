@@ -120,11 +120,19 @@ TEST(Cells, RowsRoundTripThroughJson) {
 
   MaeDeqRow m;
   m.cell = "deq_implicit";
-  m.deq_trace = std::vector<DeqTracePoint>{{5, 8, 0.5, 8, 0.25}, {10, 8, 0.125, 0, 0.0}};
+  m.deq_trace = std::vector<DeqTracePoint>{{5, 8, 0.5, 8, 0.25, 0.75}, {10, 8, 0.125, 0, 0.0, 0.0}};
+  m.deq_convergence = std::vector<double>{0.5, 0.25};
   m.accuracy_by_task = std::map<std::string, double>{{"copy", 1.0}, {"sort", 0.5}};
   const auto mj = m.to_json();
-  EXPECT_EQ(mj.at("deq_trace").dump(), "[[5,8,0.5,8,0.25],[10,8,0.125,0,0.0]]");
+  EXPECT_EQ(mj.at("deq_trace").dump(), "[[5,8,0.5,8,0.25,0.75],[10,8,0.125,0,0.0,0.0]]");
   expect_round_trip<MaeDeqRow>(mj);
+  // A trace written before the Jacobian entry (five per point) still reads, with 0 there.
+  auto old = mj;
+  old["deq_trace"] = nlohmann::json::parse("[[5,8,0.5,8,0.25]]");
+  const auto back = read_row<MaeDeqRow>(old);
+  ASSERT_EQ(back.deq_trace->size(), 1u);
+  EXPECT_EQ(back.deq_trace->front().jacobian, 0.0);
+  EXPECT_EQ(back.deq_trace->front().bwd_residual, 0.25);
 
   UncertaintyRow u;
   u.kind = "uncertainty";

@@ -3,6 +3,8 @@
 #include "seqlab/core/error.h"
 #include "seqlab/mixers/registry.h"
 
+#include <cmath>
+
 namespace seqlab {
 
 namespace {
@@ -100,6 +102,11 @@ void DeqConfig::validate() const {
                phantom_k);
   SEQLAB_CHECK(phantom_damping > 0 && phantom_damping <= 1,
                "--deq-phantom-damping must be in (0, 1], got {}", phantom_damping);
+  SEQLAB_CHECK(std::isfinite(jac_reg) && jac_reg >= 0 && jac_reg <= 1000,
+               "--deq-jac-reg must be in [0, 1000], got {}", jac_reg);
+  SEQLAB_CHECK(jac_reg == 0 || backward != "unroll",
+               "--deq-jac-reg needs an equilibrium (--deq-backward implicit or phantom), not "
+               "unroll");
 }
 
 DeqImpl::DeqImpl(const ModelConfig& cfg) : cfg_(cfg.deq) {
@@ -177,8 +184,13 @@ torch::Tensor DeqImpl::forward(const torch::Tensor& x) {
   stats_.forward_diverged = r.diverged;
   stats_.forward_residuals = r.residuals;
   auto z_star = r.z.detach();  // [B,T,D]
+  regularizer_ = torch::Tensor();
   if (!torch::GradMode::is_enabled()) return cell(z_star, xi);
   if (cfg_.backward == "phantom") {
+    if (cfg_.jac_reg > 0) {  // one more application, at a leaf, for the Jacobian
+      auto z_leaf = z_star.clone().requires_grad_(true);
+      jacobian_term(cell(z_leaf, xi), z_leaf);
+    }
     auto z = z_star;
     const double l = cfg_.phantom_damping;
     for (int64_t i = 0; i < cfg_.phantom_k; ++i)
@@ -187,9 +199,34 @@ torch::Tensor DeqImpl::forward(const torch::Tensor& x) {
   }
   auto z_in = z_star.clone().requires_grad_(true);  // [B,T,D] leaf: the adjoint's variable
   auto f_out = cell(z_in, xi);                      // [B,T,D]
+  if (cfg_.jac_reg > 0) jacobian_term(f_out, z_in);
   const auto o = backward_options();
   return ImplicitBackward::apply(f_out, z_in, bwd_stats_, o.method, o.max_iter, o.tol, o.memory,
                                  o.beta);
+}
+
+// |e^T J_f|^2 / numel for one probe e ~ N(0, I), differentiable (create_graph), weighted into
+// regularizer_; f_out = f(z_in, x) with z_in a leaf at z*.
+torch::Tensor DeqImpl::jacobian_term(const torch::Tensor& f_out, const torch::Tensor& z_in) {
+  auto e = torch::randn_like(f_out);  // [B,T,D]
+  auto ej = torch::autograd::grad({f_out}, {z_in}, {e}, /*retain_graph=*/true,
+                                  /*create_graph=*/true)[0];  // [B,T,D] e^T J_f
+  auto term = ej.pow(2).sum() / static_cast<double>(e.numel());
+  stats_.jacobian = term.item<double>();
+  regularizer_ = cfg_.jac_reg * term;
+  return term;
+}
+
+torch::Tensor DeqImpl::take_regularizer() {
+  auto r = regularizer_;
+  regularizer_ = torch::Tensor();
+  return r;
+}
+
+void DeqImpl::set_forward_limits(int64_t max_iter, double tol) {
+  SEQLAB_CHECK(max_iter >= 1 && tol > 0, "DEQ: bad solver limits {} / {}", max_iter, tol);
+  cfg_.max_iter = max_iter;
+  cfg_.tol = tol;
 }
 
 std::unique_ptr<MixerState> DeqImpl::init_state(int64_t batch) const {

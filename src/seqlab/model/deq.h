@@ -23,6 +23,13 @@
 //   unroll    the weight-tied baseline: exactly --deq-max-iter applications of f from z = 0 with
 //             autograd through all of them (memory grows with the depth). No solver.
 //
+// Jacobian regularisation (--deq-jac-reg g; Bai, Koltun and Kolter 2021, "Stabilizing
+// Equilibrium Models by Jacobian Regularization"): with grad on, forward also builds
+// g * |J_f(z*)|_F^2 / numel(z*), estimated with one Hutchinson probe e ~ N(0, I) as |e^T J_f|^2 /
+// numel (E|e^T J|^2 = |J|_F^2), its vector-Jacobian product kept differentiable; the trainer adds
+// it to the loss (take_regularizer). A small Jacobian norm keeps f contractive near z*, which is
+// what lets the solver converge in few iterations as training goes on.
+//
 // The recurrent form: position t's equilibrium depends only on positions <= t (f is causal), so
 // step() solves a fixed point for the one new position against the mixer states the earlier
 // positions left (each f evaluation runs the mixer's step on a copy of the state), then commits
@@ -46,6 +53,7 @@ struct DeqStats {
   int64_t backward_iterations = 0;  // implicit backward: adjoint solver evaluations (0 = none yet)
   double backward_residual = 0;
   bool backward_diverged = false;
+  double jacobian = 0;  // the last |J_f(z*)|_F^2 / numel estimate (--deq-jac-reg only)
 };
 
 class DeqImpl : public torch::nn::Module {
@@ -63,6 +71,12 @@ class DeqImpl : public torch::nn::Module {
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s);
 
   DeqStats stats() const;
+  // The weighted Jacobian term of the last forward with grad on, once (then undefined); undefined
+  // when --deq-jac-reg is 0 or grad was off.
+  torch::Tensor take_regularizer();
+  // Replaces the forward solver's threshold and tolerance (a measurement of convergence beyond the
+  // trained threshold, exp/cells/mae_deq.cpp); the backward solve keeps its own.
+  void set_forward_limits(int64_t max_iter, double tol);
 
   torch::nn::LayerNorm ln0{nullptr}, ln1{nullptr}, ln2{nullptr};  // [D] each
   torch::nn::Linear inj{nullptr};                                 // weight [D,D], bias [D]
@@ -72,10 +86,12 @@ class DeqImpl : public torch::nn::Module {
  private:
   SolverOptions forward_options() const;
   SolverOptions backward_options() const;
+  torch::Tensor jacobian_term(const torch::Tensor& f_out, const torch::Tensor& z_in);
   DeqConfig cfg_;
   DeqStats stats_;
-  torch::Tensor bwd_stats_;  // [3] float64: adjoint iterations, residual, diverged (written by
-                             // the custom backward, which may run after forward returns)
+  torch::Tensor regularizer_;  // scalar with a graph, see take_regularizer
+  torch::Tensor bwd_stats_;    // [3] float64: adjoint iterations, residual, diverged (written by
+                               // the custom backward, which may run after forward returns)
 };
 TORCH_MODULE(Deq);
 

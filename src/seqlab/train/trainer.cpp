@@ -38,8 +38,8 @@ namespace {
 // The training loss: a model with early exits trains every exit, on the sum of their losses
 // (Schwartz et al. 2020); padding is left out of the pooling. With distillation (lm heads only)
 // it is CE + w * KL term (train/distill_loss.h), and *kl is set to the KL term.
-torch::Tensor training_loss(SeqModelImpl& model, const Batch& b, DistillLoss* distill,
-                            torch::Tensor* kl) {
+torch::Tensor task_part(SeqModelImpl& model, const Batch& b, DistillLoss* distill,
+                        torch::Tensor* kl) {
   if (distill) {
     auto logits = model.forward(b.input, b.valid);  // [B,T,V]
     *kl = distill->term(logits, b);
@@ -54,6 +54,15 @@ torch::Tensor training_loss(SeqModelImpl& model, const Batch& b, DistillLoss* di
     return sum;
   }
   return task_loss(model.forward(b.input, b.valid), b);
+}
+
+// The task's loss plus a DEQ's Jacobian regulariser when it has one (model/deq.h).
+torch::Tensor training_loss(SeqModelImpl& model, const Batch& b, DistillLoss* distill,
+                            torch::Tensor* kl) {
+  auto loss = task_part(model, b, distill, kl);
+  if (model.deq)
+    if (auto reg = model.deq->take_regularizer(); reg.defined()) loss = loss + reg;
+  return loss;
 }
 
 // One training run, from setup through the loop to its finish: the resolved configs, the model
@@ -299,6 +308,7 @@ nlohmann::json window_line(Run& r, int64_t done, double lr, double gnorm) {
       line["deq_iters"] = d.forward_iterations;
       line["deq_residual"] = d.forward_residual;
       if (d.forward_diverged) line["deq_diverged"] = true;
+      if (r.model->config().deq.jac_reg > 0) line["deq_jacobian"] = d.jacobian;
       if (d.backward_iterations > 0) {
         line["deq_bwd_iters"] = d.backward_iterations;
         line["deq_bwd_residual"] = d.backward_residual;

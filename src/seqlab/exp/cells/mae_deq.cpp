@@ -6,6 +6,7 @@
 #include "seqlab/core/error.h"
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/mixers/mae.h"
+#include "seqlab/model/deq.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/copy_reverse_sort.h"
 #include "seqlab/tasks/lm.h"
@@ -27,7 +28,7 @@ namespace seqlab {
 namespace fs = std::filesystem;
 
 void to_json(nlohmann::json& j, const DeqTracePoint& p) {
-  j = nlohmann::json::array({p.step, p.iters, p.residual, p.bwd_iters, p.bwd_residual});
+  j = nlohmann::json::array({p.step, p.iters, p.residual, p.bwd_iters, p.bwd_residual, p.jacobian});
 }
 
 void from_json(const nlohmann::json& j, DeqTracePoint& p) {
@@ -36,6 +37,7 @@ void from_json(const nlohmann::json& j, DeqTracePoint& p) {
   p.residual = j.at(2).get<double>();
   p.bwd_iters = j.at(3).get<int64_t>();
   p.bwd_residual = j.at(4).get<double>();
+  p.jacobian = j.size() > 5 ? j.at(5).get<double>() : 0.0;
 }
 
 namespace {
@@ -67,7 +69,12 @@ double step_memory_mb(SeqModelImpl& model, const Task& task, int64_t batch, int6
   mallopt(M_MMAP_THRESHOLD, 64 * 1024);
   model.train();
   auto b = task.sample(batch, length, seed);
-  auto step = [&] { task_loss(model.forward(b.input), b).backward(); };
+  auto step = [&] {  // the training loss, with a DEQ's Jacobian term when it has one
+    auto loss = task_loss(model.forward(b.input), b);
+    if (model.deq)
+      if (auto reg = model.deq->take_regularizer(); reg.defined()) loss = loss + reg;
+    loss.backward();
+  };
   step();
   double best = -1;
   for (int i = 0; i < 3; ++i) {
@@ -114,11 +121,29 @@ std::vector<DeqTracePoint> deq_trace(const std::string& dir) {
       if (!j.contains("deq_iters")) continue;
       t.push_back({j["step"].get<int64_t>(), j["deq_iters"].get<int64_t>(),
                    j["deq_residual"].get<double>(), j.value("deq_bwd_iters", int64_t{0}),
-                   j.value("deq_bwd_residual", 0.0)});
+                   j.value("deq_bwd_residual", 0.0), j.value("deq_jacobian", 0.0)});
     } catch (const nlohmann::json::exception&) {
     }
   }
   return t;
+}
+
+// A trained DEQ's forward solve on the first validation windows (up to 16 of `length` tokens),
+// run to kDeqConvergenceIters evaluations of f with a tolerance it cannot reach: the relative
+// residual after each evaluation. The solver's own limits are restored after it.
+std::vector<double> deq_convergence(SeqModelImpl& model, const LmTask& lm, int64_t length) {
+  torch::NoGradGuard ng;
+  model.eval();
+  const auto& v = lm.tokens(Split::valid);
+  const int64_t n = std::min<int64_t>(16, static_cast<int64_t>(v.size()) / length);
+  SEQLAB_CHECK(n >= 1, "mae_deq: the valid split has fewer than {} tokens", length);
+  auto x = torch::tensor(std::vector<int64_t>(v.begin(), v.begin() + n * length))
+               .view({n, length});  // [n, length]
+  model.deq->set_forward_limits(kDeqConvergenceIters, 1e-12);
+  model.forward(x);
+  const auto& d = model.config().deq;
+  model.deq->set_forward_limits(d.max_iter, d.tol);
+  return model.deq->stats().forward_residuals;
 }
 
 // The mixture: accuracy per task, and for an MAE the gate's first-ranked expert at SEP per layer.
@@ -173,6 +198,8 @@ MaeDeqRow base_row(const MaeDeqCellConfig& c, const ModelConfig& cfg, const Trai
   row.deq = cfg.deq.enabled ? cfg.deq.backward : "";
   row.deq_solver = cfg.deq.enabled ? cfg.deq.solver : "";
   row.depth = cfg.deq.enabled ? cfg.deq.max_iter : cfg.n_layer;
+  row.deq_tol = cfg.deq.enabled ? cfg.deq.tol : 0.0;
+  row.deq_jac_reg = cfg.deq.enabled ? cfg.deq.jac_reg : 0.0;
   row.d_model = cfg.mixer.d_model;
   row.n_layer = cfg.n_layer;
   row.parameters = o.parameters;
@@ -206,6 +233,7 @@ nlohmann::json run_mae_deq(const nlohmann::json& cell, const std::string& run_di
     row.ppl = r.ppl;
     row.eval_tokens = r.tokens;
     row.eval_context = context;
+    if (cfg.deq.enabled) row.deq_convergence = deq_convergence(*m.model, *lm, tc.max_len);
   } else {
     const int64_t n = c.eval_size;
     auto ev = evaluate(*m.model, *task, tc.max_len, n, 64, trc.seed);

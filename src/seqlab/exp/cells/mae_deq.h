@@ -46,12 +46,18 @@ struct MaeDeqCellConfig : CellSpec {
   MaeDeqCellConfig() { visit(FieldDefaults{}); }
 };
 
-// One logged training step of a DEQ: [step, iters, residual, bwd_iters, bwd_residual] in JSON.
+// Evaluations of f in the convergence measurement of a trained DEQ (MaeDeqRow::deq_convergence).
+inline constexpr int64_t kDeqConvergenceIters = 40;
+
+// One logged training step of a DEQ: [step, iters, residual, bwd_iters, bwd_residual, jacobian]
+// in JSON (jacobian: the |J_f|_F^2 / numel estimate under --deq-jac-reg, else 0; rows written
+// before it have five entries).
 struct DeqTracePoint {
   int64_t step = 0, iters = 0;
   double residual = 0;
   int64_t bwd_iters = 0;
   double bwd_residual = 0;
+  double jacobian = 0;
 };
 void to_json(nlohmann::json& j, const DeqTracePoint& p);
 void from_json(const nlohmann::json& j, DeqTracePoint& p);
@@ -83,6 +89,11 @@ struct MaeDeqRow {
   std::optional<std::vector<std::vector<std::vector<double>>>> experts_by_task;
   std::optional<std::vector<DeqTracePoint>> deq_trace;  // from metrics.jsonl
   std::optional<double> step_mem_mb;  // group deq: what one training step adds (VmHWM)
+  // A DEQ: its trained solver tolerance and Jacobian-regularisation weight, and its forward solve
+  // on validation windows after training, run to kDeqConvergenceIters evaluations whatever the
+  // residual: the relative residual after each evaluation.
+  double deq_tol = 0, deq_jac_reg = 0;
+  std::optional<std::vector<double>> deq_convergence;
 
   template <class V>
   void visit(V&& v) {
@@ -119,6 +130,9 @@ struct MaeDeqRow {
     v(experts_by_task, "experts_by_task", kUnset, "");
     v(deq_trace, "deq_trace", kUnset, "");
     v(step_mem_mb, "step_mem_mb", kUnset, "");
+    v(deq_tol, "deq_tol", 0.0, "");
+    v(deq_jac_reg, "deq_jac_reg", 0.0, "");
+    v(deq_convergence, "deq_convergence", kUnset, "");
   }
   MaeDeqRow() { visit(FieldDefaults{}); }
   nlohmann::json to_json() const { return write_fields(*this); }

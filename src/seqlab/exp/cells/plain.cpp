@@ -88,6 +88,13 @@ void check_plain_cell(const nlohmann::json& cell) {
   const auto c = read_spec<PlainCellConfig>(cell, cell_source(cell));
   for (double s : c.saturation)
     SEQLAB_CHECK(s >= 1, "cell {}: saturation scales must be >= 1, got {}", c.id, s);
+  if (c.eval_sizes) {
+    SEQLAB_CHECK(c.eval_sizes->size() == c.test_lengths.size(),
+                 "cell {}: eval_sizes has {} entries for {} test lengths", c.id,
+                 c.eval_sizes->size(), c.test_lengths.size());
+    for (auto n : *c.eval_sizes)
+      SEQLAB_CHECK(n >= 1, "cell {}: eval_sizes entries must be >= 1, got {}", c.id, n);
+  }
 }
 
 }  // namespace
@@ -121,8 +128,10 @@ nlohmann::json run_plain_cell(const nlohmann::json& cell, const std::string& run
   nlohmann::json rows = nlohmann::json::array();
   auto add_rows = [&](double scale) {
     for (const auto& [test_task, task] : tasks)
-      for (auto L : c.test_lengths) {
-        auto r = evaluate(*loaded.model, *task, L, c.eval_size, train_cfg.batch, train_cfg.seed);
+      for (size_t i = 0; i < c.test_lengths.size(); ++i) {
+        const auto L = c.test_lengths[i];
+        auto r =
+            evaluate(*loaded.model, *task, L, c.eval_size_at(i), train_cfg.batch, train_cfg.seed);
         rows.push_back(plain_row(c, mc, task_cfg, train_cfg, test_task, L, r, scale).to_json());
       }
   };

@@ -4,7 +4,8 @@
 // recurrence weights scaled.
 //
 //   {"id", "model": {ModelConfig}, "task": {TaskConfig}, "train": {TrainConfig},
-//    "test_lengths": [..], "eval_size": N, "saturation": [2, 8, ..] (optional),
+//    "test_lengths": [..], "eval_size": N, "eval_sizes": [N per length] (optional),
+//    "saturation": [2, 8, ..] (optional),
 //    "test_tasks": [..] (optional; default the training task), "tags": {..} (copied into every
 //    row, e.g. {"width": 64}), "after": [..] (optional)}
 //
@@ -30,6 +31,7 @@ struct PlainCellConfig : CellSpec {
   TrainConfig train;
   std::vector<int64_t> test_lengths;
   int64_t eval_size = 0;
+  std::optional<std::vector<int64_t>> eval_sizes;
   std::vector<double> saturation;
   std::optional<std::vector<std::string>> test_tasks;
   nlohmann::json tags;
@@ -42,6 +44,8 @@ struct PlainCellConfig : CellSpec {
     v(train, "train", kRequired, "the training run");
     v(test_lengths, "test_lengths", kRequired, "lengths to evaluate at");
     v(eval_size, "eval_size", int64_t{256}, "test sequences per (task, length)");
+    v(eval_sizes, "eval_sizes", kUnset,
+      "test sequences per length, one per test_lengths entry (overrides eval_size)");
     v(saturation, "saturation", std::vector<double>{},
       "after the plain rows, scale w_ih and w_hh to each of these factors (>= 1, increasing)");
     v(test_tasks, "test_tasks", kUnset,
@@ -50,6 +54,8 @@ struct PlainCellConfig : CellSpec {
   }
   PlainCellConfig() { visit(FieldDefaults{}); }
 
+  // Test sequences at the i-th test length.
+  int64_t eval_size_at(size_t i) const { return eval_sizes ? eval_sizes->at(i) : eval_size; }
   // The tasks the model is tested on.
   std::vector<std::string> tested_tasks() const {
     return test_tasks ? *test_tasks : std::vector<std::string>{task.task};

@@ -13,6 +13,10 @@ const std::vector<SuiteEntry>& suite_registry() {
       {"chomsky", "length generalisation across the Chomsky hierarchy (Deletang+ 2023)",
        chomsky_suite},
       {"recall", "associative recall (MQAR), flip-flop, copying", recall_suite},
+      {"flipflop",
+       "flip-flop error rates on a log scale over 20 seeds: 1-layer LSTM vs Transformer (Liu+ "
+       "2023)",
+       flipflop_suite},
       {"conversion",
        "swap-then-finetune: softmax teacher LM -> T2R / Hedgehog / ELU / RFA RNNs, LoRA, "
        "Tied-LoRA; speed and memory (Kasai+ 2021, Zhang+ 2024)",
