@@ -4,6 +4,7 @@
 // RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT. And attention transfer's layer-by-layer backward
 // (one layer's [B,H,T,T] weights alive at a time) is bitwise the summed loss's.
 #include "cli_testing.h"
+#include "weights_testing.h"
 
 #include "seqlab/convert/convert.h"
 #include "seqlab/core/safetensors.h"
@@ -17,13 +18,17 @@
 
 #include <chrono>
 #include <filesystem>
+#include <regex>
 #include <thread>
 
 using namespace seqlab;
 using seqlab::testing::cli_tmp;
 using seqlab::testing::expect_cli_error;
+using seqlab::testing::gradient_free;
+using seqlab::testing::relative_drift;
 using seqlab::testing::run_seqlab;
 using seqlab::testing::seqlab_bin;
+using seqlab::testing::worst_weight_diff;
 namespace fs = std::filesystem;
 
 namespace {
@@ -44,21 +49,6 @@ const std::string& teacher() {
 
 TensorMap weights(const std::string& dir) {
   return load_safetensors((fs::path(dir) / "model.safetensors").string()).tensors;
-}
-
-// The largest difference over the tensors, relative to each tensor's scale. The attention key
-// bias is left out: softmax ignores it, so its true gradient is 0 and the computed one fp32 noise
-// that AdamW turns into full-size steps (tests/test_distributed.cpp).
-double max_rel_diff(const TensorMap& a, const TensorMap& b) {
-  double worst = 0;
-  EXPECT_EQ(a.size(), b.size());
-  for (auto& [k, v] : a) {
-    if (k.find("mixer.k.bias") != std::string::npos) continue;
-    auto w = b.at(k);
-    const double scale = std::max(1e-3, v.abs().max().item<double>());
-    worst = std::max(worst, (v - w).abs().max().item<double>() / scale);
-  }
-  return worst;
 }
 
 const std::string kTransfer =
@@ -85,13 +75,16 @@ TEST(ConvertDataParallel, TwoWorkersTransferLikeOneProcess) {
     EXPECT_NEAR(j1["convert"]["distill"]["loss_after"][l].get<double>(),
                 j2["convert"]["distill"]["loss_after"][l].get<double>(), 1e-5);
   const auto a = weights(one), b = weights(two);
-  EXPECT_LT(max_rel_diff(a, b), 1e-5);
+  {
+    const auto d = worst_weight_diff(a, b, gradient_free);
+    EXPECT_LT(d.value, 1e-5) << d.tensor;
+  }
   // The feature maps moved: the comparison is not between two initialisations.
   ASSERT_EQ(run_seqlab("convert --model " + teacher() + " --out " + none +
                        " --to hedgehog --threads 1 -q")
                 .code,
             0);
-  EXPECT_GT(max_rel_diff(a, weights(none)), 1e-2);
+  EXPECT_GT(worst_weight_diff(a, weights(none), gradient_free).value, 1e-2);
   EXPECT_EQ(read_config_json(one)["model"], read_config_json(two)["model"]);
 }
 
@@ -120,7 +113,10 @@ TEST(ConvertDataParallel, TorchrunEnvironmentWorkersTransferLikeOneProcess) {
     });
   for (auto& t : ranks) t.join();
   ASSERT_EQ(codes, (std::vector<int>{0, 0}));
-  EXPECT_LT(max_rel_diff(weights(one), weights(two)), 1e-5);
+  {
+    const auto d = worst_weight_diff(weights(one), weights(two), gradient_free);
+    EXPECT_LT(d.value, 1e-5) << d.tensor;
+  }
 }
 
 TEST(FinetuneDataParallel, TwoWorkersFinetuneLikeOneProcess) {
@@ -134,8 +130,15 @@ TEST(FinetuneDataParallel, TwoWorkersFinetuneLikeOneProcess) {
   ASSERT_EQ(r2.code, 0) << r2.err;
   EXPECT_EQ(std::count(r2.out.begin(), r2.out.end(), '\n'), 1) << r2.out;
   const auto a = weights(one), b = weights(two);
-  EXPECT_LT(max_rel_diff(a, b), 1e-5);
-  EXPECT_GT(max_rel_diff(a, weights(teacher())), 1e-3);  // finetuning moved the weights
+  // Within fp32 rounding of one process's steps (a coordinate whose gradient is near zero can
+  // flip its AdamW step, so elementwise differences reach 1e-4 of a tensor's scale), where
+  // 3-row batches, what an unreduced worker would take, move elsewhere.
+  const auto start = weights(teacher());
+  EXPECT_LT(relative_drift(a, b, start, gradient_free), 1e-3);
+  const auto half = cli_tmp("ft_half");
+  ASSERT_EQ(run_seqlab(std::regex_replace(run, std::regex("--batch 6"), "--batch 3") + half).code,
+            0);
+  EXPECT_GT(relative_drift(a, weights(half), start, gradient_free), 1e-2);
   EXPECT_EQ(read_config_json(one)["train"], read_config_json(two)["train"]);
   EXPECT_EQ(read_config_json(two)["finetune"]["init"], teacher());
 }

@@ -3,6 +3,7 @@
 // `seqlab finetune --teacher --kl-weight` as a user runs it (the saved finetune section, the
 // metrics' "kl", --resume), with each bad input refused with exit code 2 and nothing written.
 #include "cli_testing.h"
+#include "weights_testing.h"
 
 #include "seqlab/core/safetensors.h"
 #include "seqlab/model/model_dir.h"
@@ -14,6 +15,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <vector>
 
 using namespace seqlab;
@@ -264,17 +266,6 @@ TensorMap weights(const std::string& dir) {
   return load_safetensors((fs::path(dir) / kWeightsFile).string()).tensors;
 }
 
-// The largest difference over the tensors, relative to each tensor's scale.
-double max_rel_diff(const TensorMap& a, const TensorMap& b) {
-  double worst = 0;
-  EXPECT_EQ(a.size(), b.size());
-  for (auto& [k, v] : a) {
-    const double scale = std::max(1e-3, v.abs().max().item<double>());
-    worst = std::max(worst, (v - b.at(k)).abs().max().item<double>() / scale);
-  }
-  return worst;
-}
-
 }  // namespace
 
 // Data parallel: each worker loads the teacher and scales its KL term by its share of the scored
@@ -288,11 +279,18 @@ TEST(KlDistillCli, TwoWorkersDistilLikeOneProcess) {
   ASSERT_EQ(r.code, 0) << r.err;
   r = run_seqlab(run + two + " --nproc 2");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_LT(max_rel_diff(weights(one), weights(two)), 1e-5);
+  // Within fp32 rounding of one process's steps, where 3-row batches (what an unreduced worker
+  // would take) move elsewhere.
+  const auto start = weights(copy_student());
+  EXPECT_LT(relative_drift(weights(one), weights(two), start), 1e-3);
+  const auto half = cli_tmp("kl_dp_half");
+  ASSERT_EQ(run_seqlab(std::regex_replace(run, std::regex("--batch 6"), "--batch 3") + half).code,
+            0);
+  EXPECT_GT(relative_drift(weights(one), weights(half), start), 1e-2);
   const auto a = metrics_lines(one).back(), b = metrics_lines(two).back();
   ASSERT_TRUE(a.contains("kl") && b.contains("kl")) << a.dump() << "\n" << b.dump();
   EXPECT_GT(a["kl"].get<double>(), 0);
-  EXPECT_NEAR(a["kl"].get<double>(), b["kl"].get<double>(), 1e-5 * a["kl"].get<double>() + 1e-9);
+  EXPECT_NEAR(a["kl"].get<double>(), b["kl"].get<double>(), 1e-4 * a["kl"].get<double>());
   EXPECT_NEAR(a["loss"].get<double>(), b["loss"].get<double>(), 1e-5);
 }
 
