@@ -22,6 +22,7 @@
 #include <thread>
 
 using namespace seqlab;
+using seqlab::testing::checkpoint_weights;
 using seqlab::testing::cli_tmp;
 using seqlab::testing::expect_cli_error;
 using seqlab::testing::gradient_free;
@@ -47,10 +48,6 @@ const std::string& teacher() {
   return dir;
 }
 
-TensorMap weights(const std::string& dir) {
-  return load_safetensors((fs::path(dir) / "model.safetensors").string()).tensors;
-}
-
 const std::string kTransfer =
     " --to hedgehog --distill-steps 8 --distill-batch 6 --distill-lr 3e-2 ";
 
@@ -74,7 +71,7 @@ TEST(ConvertDataParallel, TwoWorkersTransferLikeOneProcess) {
   for (size_t l = 0; l < 2; ++l)
     EXPECT_NEAR(j1["convert"]["distill"]["loss_after"][l].get<double>(),
                 j2["convert"]["distill"]["loss_after"][l].get<double>(), 1e-5);
-  const auto a = weights(one), b = weights(two);
+  const auto a = checkpoint_weights(one), b = checkpoint_weights(two);
   {
     const auto d = worst_weight_diff(a, b, gradient_free);
     EXPECT_LT(d.value, 1e-5) << d.tensor;
@@ -84,7 +81,7 @@ TEST(ConvertDataParallel, TwoWorkersTransferLikeOneProcess) {
                        " --to hedgehog --threads 1 -q")
                 .code,
             0);
-  EXPECT_GT(worst_weight_diff(a, weights(none), gradient_free).value, 1e-2);
+  EXPECT_GT(worst_weight_diff(a, checkpoint_weights(none), gradient_free).value, 1e-2);
   EXPECT_EQ(read_config_json(one)["model"], read_config_json(two)["model"]);
 }
 
@@ -114,7 +111,8 @@ TEST(ConvertDataParallel, TorchrunEnvironmentWorkersTransferLikeOneProcess) {
   for (auto& t : ranks) t.join();
   ASSERT_EQ(codes, (std::vector<int>{0, 0}));
   {
-    const auto d = worst_weight_diff(weights(one), weights(two), gradient_free);
+    const auto d =
+        worst_weight_diff(checkpoint_weights(one), checkpoint_weights(two), gradient_free);
     EXPECT_LT(d.value, 1e-5) << d.tensor;
   }
 }
@@ -129,16 +127,21 @@ TEST(FinetuneDataParallel, TwoWorkersFinetuneLikeOneProcess) {
   auto r2 = run_seqlab(run + two + " --nproc 2");
   ASSERT_EQ(r2.code, 0) << r2.err;
   EXPECT_EQ(std::count(r2.out.begin(), r2.out.end(), '\n'), 1) << r2.out;
-  const auto a = weights(one), b = weights(two);
+  const auto a = checkpoint_weights(one), b = checkpoint_weights(two);
   // Within fp32 rounding of one process's steps (a coordinate whose gradient is near zero can
   // flip its AdamW step, so elementwise differences reach 1e-4 of a tensor's scale), where
   // 3-row batches, what an unreduced worker would take, move elsewhere.
-  const auto start = weights(teacher());
+  const auto start = checkpoint_weights(teacher());
   EXPECT_LT(relative_drift(a, b, start, gradient_free), 1e-3);
+  {
+    // Elementwise too: 1.9e-4 of a tensor's scale measured on an AVX-512 EPYC.
+    const auto d = worst_weight_diff(a, b, gradient_free);
+    EXPECT_LT(d.value, 1e-3) << d.tensor;
+  }
   const auto half = cli_tmp("ft_half");
   ASSERT_EQ(run_seqlab(std::regex_replace(run, std::regex("--batch 6"), "--batch 3") + half).code,
             0);
-  EXPECT_GT(relative_drift(a, weights(half), start, gradient_free), 1e-2);
+  EXPECT_GT(relative_drift(a, checkpoint_weights(half), start, gradient_free), 1e-2);
   EXPECT_EQ(read_config_json(one)["train"], read_config_json(two)["train"]);
   EXPECT_EQ(read_config_json(two)["finetune"]["init"], teacher());
 }

@@ -20,6 +20,7 @@
 
 using namespace seqlab;
 namespace fs = std::filesystem;
+using seqlab::testing::checkpoint_weights;
 using seqlab::testing::cli_tmp;
 using seqlab::testing::expect_cli_error;
 using seqlab::testing::gradient_free;
@@ -171,10 +172,6 @@ const std::string kBase =
     "--min-len 12 --max-len 16 --warmup 2 --eval-size 8 --threads 1 -q ";
 const std::string kRun = kBase + "--lr 3e-3 ";
 
-TensorMap weights(const std::string& dir) {
-  return load_safetensors((fs::path(dir) / "model.safetensors").string()).tensors;
-}
-
 bool bitwise_equal(const TensorMap& a, const TensorMap& b) {
   if (a.size() != b.size()) return false;
   for (auto& [k, v] : a)
@@ -192,7 +189,7 @@ TEST(DataParallelCli, TwoWorkersMatchOneProcessWithTheSameGlobalBatch) {
   ASSERT_EQ(r2.code, 0) << r2.err;
   // One summary line on stdout (rank 0's), as from one process.
   EXPECT_EQ(std::count(r2.out.begin(), r2.out.end(), '\n'), 2) << r2.out;
-  const auto a = weights(one), b = weights(two);
+  const auto a = checkpoint_weights(one), b = checkpoint_weights(two);
   {
     const auto d = worst_weight_diff(a, b, gradient_free);
     EXPECT_LT(d.value, 1e-5) << d.tensor;
@@ -200,7 +197,7 @@ TEST(DataParallelCli, TwoWorkersMatchOneProcessWithTheSameGlobalBatch) {
   // The weights moved: the comparison is not between two initialisations.
   const auto init = cli_tmp("init");
   ASSERT_EQ(run_seqlab(kBase + "--steps 1 --lr 1e-12 --out " + init).code, 0);
-  EXPECT_GT(worst_weight_diff(a, weights(init), gradient_free).value, 1e-2);
+  EXPECT_GT(worst_weight_diff(a, checkpoint_weights(init), gradient_free).value, 1e-2);
   // Rank 0 alone wrote the directory and its metrics; the configs are the one-process run's.
   EXPECT_EQ(read_config_json(one)["train"], read_config_json(two)["train"]);
 }
@@ -232,7 +229,7 @@ TEST(DataParallelCli, AKilledWorkerStopsTheOthersAndResumeFinishesTheRun) {
   EXPECT_NO_THROW(load_model_dir(cut));
   auto res = run_seqlab(kRun + "--steps 12 --nproc 2 --resume --out " + cut);
   ASSERT_EQ(res.code, 0) << res.err;
-  EXPECT_TRUE(bitwise_equal(weights(whole), weights(cut)));
+  EXPECT_TRUE(bitwise_equal(checkpoint_weights(whole), checkpoint_weights(cut)));
 }
 
 // SWAG's constant learning rate applies on every worker (only rank 0 keeps the moments).
@@ -243,7 +240,8 @@ TEST(DataParallelCli, SwagRunsMatchOneProcess) {
   auto r = run_seqlab(kRun + swag + "--nproc 2 --out " + two);
   ASSERT_EQ(r.code, 0) << r.err;
   {
-    const auto d = worst_weight_diff(weights(one), weights(two), gradient_free);
+    const auto d =
+        worst_weight_diff(checkpoint_weights(one), checkpoint_weights(two), gradient_free);
     EXPECT_LT(d.value, 1e-5) << d.tensor;
   }
   EXPECT_TRUE(fs::exists(fs::path(two) / "swag.safetensors"));

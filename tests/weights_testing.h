@@ -2,13 +2,20 @@
 #pragma once
 
 #include "seqlab/core/safetensors.h"
+#include "seqlab/model/model_dir.h"
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <string>
 
 namespace seqlab::testing {
+
+// A model directory's weights.
+inline TensorMap checkpoint_weights(const std::string& dir) {
+  return load_safetensors((std::filesystem::path(dir) / kWeightsFile).string()).tensors;
+}
 
 struct WeightDiff {
   double value = 0;    // the largest |a - b|, relative to its tensor's scale
