@@ -10,7 +10,8 @@
 //   └─ artifact (lemmas artifact, dog: a second sense of "dog")   depth 2
 //
 // cut, cas (← animal) and dag (← artifact) are test-split words, so their synsets are held out
-// (as are able and live); plus two verbs in separate trees, an adjective and an adverb.
+// (as are able and live); bob, fit (← animal) and cot (← artifact) are valid-split words, held out
+// for the valid split; plus two verbs in separate trees, an adjective and an adverb.
 // write_empty_wordnet writes the four files with no synsets (which the WordNet reader refuses).
 #pragma once
 
@@ -52,7 +53,10 @@ inline std::string write_fake_wordnet(const std::string& name) {
                  "00000800 06 n 02 artifact 0 dog 0 001 @ 00000100 n 0000 | a man-made object  \n"
                  "00001000 05 n 01 cut 0 001 @ 00000200 n 0000 | a short-tailed animal  \n"
                  "00001100 05 n 01 cas 0 001 @ 00000200 n 0000 | a long-tailed animal  \n"
-                 "00001200 06 n 01 dag 0 001 @ 00000800 n 0000 | a tool for cutting  \n");
+                 "00001200 06 n 01 dag 0 001 @ 00000800 n 0000 | a tool for cutting  \n"
+                 "00001300 05 n 01 cot 0 001 @ 00000800 n 0000 | a light bed  \n"
+                 "00001400 05 n 01 bob 0 001 @ 00000200 n 0000 | a small bobbing animal  \n"
+                 "00001500 05 n 01 fit 0 001 @ 00000200 n 0000 | a strong animal  \n");
   write_text(d / "data.verb", std::string(kWnHeader) +
                                   "00000100 29 v 01 breathe 0 000 01 + 02 00 | draw air into  \n"
                                   "00000200 42 v 01 live 0 000 01 + 02 00 | be alive  \n");

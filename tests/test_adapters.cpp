@@ -137,6 +137,72 @@ TEST(Adapters, TiedLoraEveryTrainFreezeCombination) {
   }
 }
 
+// --tied-share: a factor not shared is one tensor per layer; the count follows the formula
+// with n_X = L for it, the start is the base model, and merged == unmerged.
+TEST(Adapters, TiedLoraSharingAOrBOrNeither) {
+  for (const std::string share : {"A", "B", ""}) {
+    for (const std::string train : {"A,B", "A,B,u,v", "B,v", "u,v"}) {
+      SCOPED_TRACE("tied-share '" + share + "', tied-train '" + train + "'");
+      torch::manual_seed(4);
+      SeqModelImpl m(base_config());
+      torch::NoGradGuard ng;
+      auto x = tokens();
+      auto base = m.forward(x);
+      freeze_base(m);
+      AdapterConfig a = lora("q,fc2", 4);
+      a.kind = "tied_lora";
+      a.train = train;
+      a.share = share;
+      m.attach_adapters(a);
+      const bool sA = share == "A", sB = share == "B";
+      const bool tA = train.find('A') != std::string::npos,
+                 tB = train.find('B') != std::string::npos,
+                 tu = train.find('u') != std::string::npos,
+                 tv = train.find('v') != std::string::npos;
+      // q: in 16, out 16; fc2: in 64, out 16; L = 3; r = 4.
+      const int64_t expect = (tA ? (4 * 16 + 4 * 64) * (sA ? 1 : 3) : 0) +
+                             (tB ? (16 * 4 + 16 * 4) * (sB ? 1 : 3) : 0) +
+                             3 * 2 * ((tu ? 4 : 0) + (tv ? 16 : 0));
+      EXPECT_EQ(count_parameters(m, true), expect);
+      EXPECT_EQ(m.adapters->expected_trainable(), expect);
+      auto p = m.named_parameters();
+      EXPECT_EQ(p.contains("adapters.shared.q.A"), sA);
+      EXPECT_EQ(p.contains("adapters.layers.2.q.A"), !sA);
+      EXPECT_EQ(p.contains("adapters.shared.fc2.B"), sB);
+      EXPECT_EQ(p.contains("adapters.layers.1.fc2.B"), !sB);
+      EXPECT_TRUE(all_close(m.forward(x), base, 0.0, "start == base"));
+      perturb_adapters(m);
+      auto adapted = m.forward(x);
+      EXPECT_GT((adapted - base).abs().max().item<double>(), 1e-3);
+      m.merge_adapters();
+      EXPECT_TRUE(all_close(m.forward(x), adapted, 1e-5, "merged vs unmerged"));
+    }
+  }
+}
+
+// Sharing nothing and training A, B is LoRA's form: same count, same zero start, and the same
+// function once the factors hold the same values.
+TEST(Adapters, TiedLoraSharingNothingIsLora) {
+  torch::manual_seed(9);
+  SeqModelImpl m(base_config()), n(base_config());
+  torch::NoGradGuard ng;
+  for (auto& p : n.named_parameters()) p.value().copy_(m.named_parameters()[p.key()]);
+  freeze_base(m);
+  freeze_base(n);
+  m.attach_adapters(lora("q,fc1", 4));
+  AdapterConfig t = lora("q,fc1", 4);
+  t.kind = "tied_lora";
+  t.share = "";
+  t.train = "A,B";
+  n.attach_adapters(t);
+  EXPECT_EQ(count_parameters(m, true), count_parameters(n, true));
+  perturb_adapters(m);
+  auto np = n.named_parameters();
+  for (const auto& p : m.adapters->named_parameters()) np["adapters." + p.key()].copy_(p.value());
+  auto x = tokens();
+  EXPECT_TRUE(all_close(n.forward(x), m.forward(x), 1e-6, "tied (share none) vs LoRA"));
+}
+
 TEST(Adapters, OnlyTrainableFactorsGetGradients) {
   torch::manual_seed(6);
   SeqModelImpl m(base_config());
@@ -201,6 +267,9 @@ TEST(Adapters, BadConfigsAreErrors) {
   t.kind = "tied_lora";
   t.train = "A,W";
   expect_error(t, "'W' is not one of A,B,u,v");
+  t.train = "A";
+  t.share = "A,u";
+  expect_error(t, "--tied-share: 'u' is not one of A,B");
   t.kind = "dora";
   expect_error(t, "--adapter must be none, lora or tied_lora");
   EXPECT_FALSE(m.adapters) << "a failed attach left adapters behind";

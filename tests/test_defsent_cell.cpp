@@ -11,6 +11,7 @@
 
 #include "dictionary_testing.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -57,13 +58,18 @@ TEST(DefSentCell, MlmThenDefSentPlusOnFakeWordNet) {
   setenv("SEQLAB_WORDNET_DIR", wn.c_str(), 1);
   const auto runs = dict_scratch("cell_runs");
   auto m = run_defsent_cell(cell("mlm", "mlm"), (runs / "mlm").string());
-  ASSERT_EQ(m["rows"].size(), 2u);
+  // Each encoder measured on valid, then test (disjoint held-out definitions).
+  ASSERT_EQ(m["rows"].size(), 4u);
   EXPECT_EQ(m["rows"][0]["method"], "random");
-  EXPECT_EQ(m["rows"][1]["method"], "mlm");
+  EXPECT_EQ(m["rows"][2]["method"], "mlm");
   for (const auto& r : m["rows"]) {
-    EXPECT_EQ(r["queries"], 5);  // able, live, cut, cas, dag
+    const bool test = r["split"] == "test";
+    EXPECT_EQ(r["split"], &r == &m["rows"][0] || &r == &m["rows"][2] ? "valid" : "test");
+    EXPECT_EQ(r["queries"], test ? 5 : 3);  // test: able, live, cut, cas, dag; valid: bob, cot, fit
+    EXPECT_EQ(r["candidates"], test ? 5 : 4);  // valid entries: bob, cot, dog, fit
     EXPECT_EQ(r["pairs"], 3);
     EXPECT_GT(r["mrr"].get<double>(), 0.0);
+    EXPECT_FALSE(r.contains("lr"));
   }
   auto enc = load_encoder((runs / "mlm" / "model").string());
   EXPECT_EQ(enc.spec().pooling, "mean");
@@ -72,10 +78,13 @@ TEST(DefSentCell, MlmThenDefSentPlusOnFakeWordNet) {
   c["whiten"] = true;
   auto p = run_defsent_cell(c, (runs / "dplusw").string());
   unsetenv("SEQLAB_WORDNET_DIR");
-  ASSERT_EQ(p["rows"].size(), 2u);
+  ASSERT_EQ(p["rows"].size(), 4u);
   EXPECT_EQ(p["rows"][0]["method"], "defsent+white");
   EXPECT_EQ(p["rows"][0]["round"], 1);
-  EXPECT_EQ(p["rows"][1]["round"], 2);
+  EXPECT_EQ(p["rows"][1]["round"], 1);
+  EXPECT_EQ(p["rows"][1]["split"], "test");
+  EXPECT_EQ(p["rows"][3]["round"], 2);
+  EXPECT_EQ(p["rows"][0]["lr"], 1e-3);
   EXPECT_EQ(p["rows"][0]["train_entries"], 11);  // every train entry of the fake
   EXPECT_TRUE(fs::exists(runs / "dplusw" / "model" / "config.json"));
   std::vector<nlohmann::json> rows;
@@ -99,6 +108,39 @@ TEST(DefSentCell, MlmThenDefSentPlusOnFakeWordNet) {
   }
 }
 
+// The report picks each method's learning rate on valid and shows only that rate's test numbers,
+// even when test would have picked the other.
+TEST(DefSentReport, LearningRateChosenOnValid) {
+  std::vector<nlohmann::json> rows;
+  auto row = [&](const std::string& method, double lr, const std::string& split, double mrr,
+                 uint64_t seed) {
+    DefsentRow r;
+    r.cell = fmt::format("{}_{}_{}", method, lr, seed);
+    r.method = r.label = method;
+    r.arch = "softmax";
+    r.seed = seed;
+    r.split = split;
+    if (lr > 0) r.lr = lr;
+    r.mrr = mrr;
+    r.spearman = 0.1;
+    rows.push_back(r.to_json());
+  };
+  for (uint64_t seed : {1, 2}) {
+    row("mlm", -1, "valid", 0.010, seed);
+    row("mlm", -1, "test", 0.011, seed);
+    row("defsent", 1e-3, "valid", 0.050 + 0.001 * seed, seed);  // best on valid
+    row("defsent", 1e-3, "test", 0.0200, seed);
+    row("defsent", 3e-3, "valid", 0.030, seed);
+    row("defsent", 3e-3, "test", 0.0900, seed);  // best on test: must not be shown
+  }
+  const auto md = make_suite("defsent", true).custom_report(rows, "");
+  EXPECT_NE(md.find("## Settings chosen on valid"), std::string::npos) << md;
+  EXPECT_NE(md.find("| softmax | defsent | 0.001 | 2 | 0.0515"), std::string::npos) << md;
+  EXPECT_NE(md.find("**chosen**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| defsent | 2 | 0.0200"), std::string::npos) << md;
+  EXPECT_EQ(md.find("0.0900"), std::string::npos) << md;
+}
+
 // A linear-attention (ELU+1) encoder, bidirectional, through the same cell.
 TEST(DefSentCell, LinearAttentionEncoder) {
   const auto wn = write_fake_wordnet("cell_wn_linear");
@@ -106,8 +148,8 @@ TEST(DefSentCell, LinearAttentionEncoder) {
   const auto runs = dict_scratch("cell_runs_linear");
   auto m = run_defsent_cell(cell("mlm", "mlm", "elu1"), (runs / "mlm").string());
   unsetenv("SEQLAB_WORDNET_DIR");
-  ASSERT_EQ(m["rows"].size(), 2u);
-  EXPECT_EQ(m["rows"][1]["arch"], "elu1");
+  ASSERT_EQ(m["rows"].size(), 4u);  // random, mlm; each on valid and test
+  EXPECT_EQ(m["rows"][3]["arch"], "elu1");
   auto enc = load_encoder((runs / "mlm" / "model").string());
   EXPECT_EQ(enc.model()->config().mixer.arch, "linear");
   EXPECT_FALSE(enc.model()->config().mixer.causal);

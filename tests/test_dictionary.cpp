@@ -31,9 +31,10 @@ TEST(Dictionary, EntriesFromLemmas) {
   Dictionary d(fake());
   std::vector<std::string> words;
   for (const auto& e : d.entries()) words.push_back(e.word);
-  EXPECT_EQ(words, (std::vector<std::string>{"able", "animal", "artifact", "breathe", "cas", "cat",
-                                             "cut", "dag", "dog", "domestic dog", "entity", "fido",
-                                             "live", "pet", "puppy", "quadruped", "quickly"}));
+  EXPECT_EQ(words, (std::vector<std::string>{
+                       "able", "animal", "artifact", "bob",   "breathe",      "cas",    "cat",
+                       "cot",  "cut",    "dag",      "dog",   "domestic dog", "entity", "fido",
+                       "fit",  "live",   "pet",      "puppy", "quadruped",    "quickly"}));
   const auto& dog = d.entries()[d.find("dog")];
   const auto& wn = d.wordnet();
   EXPECT_EQ(dog.synsets, (std::vector<int32_t>{noun(wn, 500), noun(wn, 800)}));

@@ -104,3 +104,33 @@ TEST(Benchmarks, RealWordNetSetsAreHeldOut) {
     EXPECT_LE(w, 1.0);
   }
 }
+
+// The valid split (for choosing settings) and the test split (reported once) hold disjoint
+// held-out synsets: test ones have a test entry, valid ones only valid entries; train synsets are
+// in neither. Valid retrieval candidates are the valid entries.
+TEST(Benchmarks, ValidAndTestSetsAreDisjoint) {
+  if (!std::filesystem::exists(wordnet_dir() + "/data.noun"))
+    GTEST_SKIP() << "no WordNet in " << wordnet_dir();
+  auto wn = load_wordnet();
+  Dictionary d(wn);
+  int64_t n[3] = {0, 0, 0};
+  for (size_t s = 0; s < wn->synsets().size(); ++s) {
+    const auto si = static_cast<int32_t>(s);
+    bool has_train = false, has_test = false;
+    for (auto i : d.synset_entries(si)) {
+      has_train = has_train || d.entries()[i].split == Split::train;
+      has_test = has_test || d.entries()[i].split == Split::test;
+    }
+    const Split want = !d.heldout_synset(si) ? Split::train : has_test ? Split::test : Split::valid;
+    ASSERT_EQ(eval_split_of(d, si), want) << s;
+    EXPECT_TRUE(want == Split::train || !has_train) << s;
+    ++n[static_cast<int>(want)];
+  }
+  EXPECT_GT(n[static_cast<int>(Split::valid)], 100);
+  EXPECT_GT(n[static_cast<int>(Split::test)], 100);
+  auto rv = reverse_dictionary_set(d, 200, Split::valid);
+  for (const auto& w : rv.candidates) EXPECT_EQ(d.entries()[d.find(w)].split, Split::valid) << w;
+  WuPalmer wp(*wn);
+  EXPECT_EQ(similarity_set(d, wp, 100, Split::valid).wup.size(), 100u);
+  EXPECT_THROW(reverse_dictionary_set(d, 10, Split::train), Error);
+}

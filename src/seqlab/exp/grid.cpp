@@ -1,6 +1,7 @@
 #include "seqlab/exp/grid.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/model/adapters.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/task.h"
 #include "seqlab/train/trainer.h"
@@ -62,6 +63,8 @@ nlohmann::json normalized_cell(nlohmann::json cell) {
   through("model", [](const nlohmann::json& j) { return ModelConfig::from_json(j, "").to_json(); });
   through("task", [](const nlohmann::json& j) { return TaskConfig::from_json(j, "").to_json(); });
   through("train", [](const nlohmann::json& j) { return TrainConfig::from_json(j, "").to_json(); });
+  through("adapter",
+          [](const nlohmann::json& j) { return AdapterConfig::from_json(j, "").to_json(); });
   return cell;
 }
 

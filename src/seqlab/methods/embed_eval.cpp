@@ -83,25 +83,44 @@ Isotropy isotropy(const torch::Tensor& E) {
   return r;
 }
 
-ReverseDictSet reverse_dictionary_set(const Dictionary& d, int64_t max_queries) {
+Split eval_split_of(const Dictionary& d, int32_t s) {
+  if (!d.heldout_synset(s)) return Split::train;
+  for (auto i : d.synset_entries(s))
+    if (d.entries()[i].split == Split::test) return Split::test;
+  return Split::valid;
+}
+
+namespace {
+
+void check_eval_split(Split split, const char* what) {
+  SEQLAB_CHECK(split == Split::valid || split == Split::test,
+               "{}: evaluation split must be valid or test", what);
+}
+
+}  // namespace
+
+ReverseDictSet reverse_dictionary_set(const Dictionary& d, int64_t max_queries, Split split) {
+  check_eval_split(split, "reverse dictionary");
   ReverseDictSet rd;
   std::map<int32_t, int64_t> cand;  // entry -> candidate index
-  for (auto i : d.split_entries(Split::test)) {
+  for (auto i : d.split_entries(split)) {
     cand[i] = static_cast<int64_t>(rd.candidates.size());
     rd.candidates.push_back(d.entries()[i].word);
   }
-  SEQLAB_CHECK(!rd.candidates.empty(), "reverse dictionary: the dictionary has no test entries");
+  SEQLAB_CHECK(!rd.candidates.empty(), "reverse dictionary: the dictionary has no {} entries",
+               split_name(split));
   std::vector<int32_t> synsets;
   for (size_t s = 0; s < d.wordnet().synsets().size(); ++s) {
-    if (!d.heldout_synset(static_cast<int32_t>(s))) continue;
+    if (eval_split_of(d, static_cast<int32_t>(s)) != split) continue;
     for (auto i : d.synset_entries(static_cast<int32_t>(s)))
       if (cand.count(i)) {
         synsets.push_back(static_cast<int32_t>(s));
         break;
       }
   }
-  SEQLAB_CHECK(!synsets.empty(), "reverse dictionary: no held-out definition has a test entry");
-  std::mt19937_64 rng(kEvalSeed);
+  SEQLAB_CHECK(!synsets.empty(), "reverse dictionary: no held-out definition has a {} entry",
+               split_name(split));
+  std::mt19937_64 rng(kEvalSeed + (split == Split::valid ? 2 : 0));
   std::shuffle(synsets.begin(), synsets.end(), rng);
   if (max_queries > 0 && static_cast<int64_t>(synsets.size()) > max_queries)
     synsets.resize(static_cast<size_t>(max_queries));
@@ -115,17 +134,19 @@ ReverseDictSet reverse_dictionary_set(const Dictionary& d, int64_t max_queries) 
   return rd;
 }
 
-SimilaritySet similarity_set(const Dictionary& d, const WuPalmer& wp, int64_t n_pairs) {
+SimilaritySet similarity_set(const Dictionary& d, const WuPalmer& wp, int64_t n_pairs,
+                             Split split) {
+  check_eval_split(split, "similarity pairs");
   const auto& ss = d.wordnet().synsets();
   std::vector<int32_t> pool;
   std::map<int, std::vector<int32_t>> by_lex;
   for (size_t s = 0; s < ss.size(); ++s)
-    if (ss[s].pos == 'n' && d.heldout_synset(static_cast<int32_t>(s))) {
+    if (ss[s].pos == 'n' && eval_split_of(d, static_cast<int32_t>(s)) == split) {
       pool.push_back(static_cast<int32_t>(s));
       by_lex[ss[s].lex_filenum].push_back(static_cast<int32_t>(s));
     }
   SEQLAB_CHECK(pool.size() >= 2, "similarity pairs: fewer than 2 held-out noun definitions");
-  std::mt19937_64 rng(kEvalSeed + 1);
+  std::mt19937_64 rng(kEvalSeed + (split == Split::valid ? 3 : 1));
   auto pick = [&](const std::vector<int32_t>& v) {
     return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
   };

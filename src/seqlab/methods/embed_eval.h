@@ -1,13 +1,18 @@
 // Measuring sentence embeddings with WordNet (text/dictionary.h).
 //
-// Reverse dictionary (retrieval): the queries are held-out definitions (synsets none of whose
-// lemmas is a train entry, with at least one test entry); the candidates are every test-split
-// entry, each embedded from its own word ("domestic dog") by the same encoder; a query's gold
-// entries are its synset's test entries. Candidates are ranked by cosine. rank = 1 + the number
+// Held-out definitions (synsets none of whose lemmas is a train entry) fall into two disjoint
+// evaluation splits: test, a synset with at least one test entry; valid, the others (every lemma
+// a valid entry). Settings are chosen on valid and reported on test (issue 36).
+//
+// Reverse dictionary (retrieval): the queries are the split's held-out definitions; the
+// candidates are every entry of the split (valid or test), each embedded from its own word
+// ("domestic dog") by the same encoder; a query's gold entries are its synset's entries of that
+// split. Candidates are ranked by cosine. rank = 1 + the number
 // of non-gold candidates scoring at least the best gold one (ties count against the query);
 // MRR = mean 1/rank, recall@k = share of queries with rank <= k.
 //
-// Similarity (a proxy for STS, not STS): pairs of held-out noun definitions, half drawn at random
+// Similarity (a proxy for STS, not STS): pairs of the split's held-out noun definitions, half drawn
+// at random
 // and half from the same lexicographer file (noun.animal, ...) so the range of similarities is
 // covered; the score is the Spearman correlation between the cosine of the two definitions'
 // embeddings and the Wu–Palmer similarity of their synsets.
@@ -59,14 +64,20 @@ struct ReverseDictSet {
   std::vector<std::string> candidates;     // entry words
   std::vector<std::vector<int64_t>> gold;  // per query, indices into candidates
 };
-// At most max_queries queries (0 = all), chosen by a fixed shuffle.
-ReverseDictSet reverse_dictionary_set(const Dictionary& d, int64_t max_queries);
+// The evaluation split of synset s: Split::test or Split::valid for a held-out definition
+// (above), Split::train otherwise.
+Split eval_split_of(const Dictionary& d, int32_t s);
+
+// At most max_queries queries (0 = all), chosen by a fixed shuffle. split: valid or test.
+ReverseDictSet reverse_dictionary_set(const Dictionary& d, int64_t max_queries,
+                                      Split split = Split::test);
 
 struct SimilaritySet {
   std::vector<std::string> a, b;  // definitions
   std::vector<double> wup;        // Wu–Palmer similarity of their synsets
 };
-SimilaritySet similarity_set(const Dictionary& d, const WuPalmer& wp, int64_t n_pairs);
+SimilaritySet similarity_set(const Dictionary& d, const WuPalmer& wp, int64_t n_pairs,
+                             Split split = Split::test);
 
 struct EmbedEvalOptions {
   int64_t max_queries = 1000;

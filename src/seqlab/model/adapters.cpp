@@ -38,14 +38,23 @@ void AdapterConfig::validate() const {
   for (size_t i = 0; i < t.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       SEQLAB_CHECK(t[i] != t[j], "--lora-targets names '{}' twice", t[i]);
-  if (kind == "tied_lora")
-    for (const auto& f : split_commas(train))
-      SEQLAB_CHECK(f == "A" || f == "B" || f == "u" || f == "v",
-                   "--tied-train: '{}' is not one of A,B,u,v", f);
+  if (kind != "tied_lora") return;
+  for (const auto& f : split_commas(train))
+    SEQLAB_CHECK(f == "A" || f == "B" || f == "u" || f == "v",
+                 "--tied-train: '{}' is not one of A,B,u,v", f);
+  for (const auto& f : split_commas(share))
+    SEQLAB_CHECK(f == "A" || f == "B", "--tied-share: '{}' is not one of A,B", f);
 }
 
 std::vector<std::string> AdapterConfig::target_list() const {
   return split_commas(targets);
+}
+
+bool AdapterConfig::shares(char factor) const {
+  if (kind != "tied_lora") return false;
+  for (const auto& f : split_commas(share))
+    if (f.size() == 1 && f[0] == factor) return true;
+  return false;
 }
 
 bool AdapterConfig::trains(char factor) const {
@@ -72,13 +81,14 @@ AdapterConfig AdapterConfig::from_json(const nlohmann::json& j, const std::strin
   return c;
 }
 
-AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList blocks) : cfg_(cfg) {
-  cfg_.validate();
-  SEQLAB_CHECK(cfg_.kind != "none", "no adapter to attach (--adapter none)");
-  const auto targets = cfg_.target_list();
-  const bool tied = cfg_.kind == "tied_lora";
-  const int64_t r = cfg_.rank;
-  // Find the targets: Linear modules of each block by the last component of their path.
+namespace {
+
+// Every target Linear of every block, in block order (an unknown target is an Error listing the
+// available names).
+std::vector<AdaptedLinear> find_adapted(const std::vector<std::string>& targets,
+                                        torch::nn::ModuleList blocks) {
+  std::vector<AdaptedLinear> adapted;
+  // Linear modules of each block, by the last component of their path.
   for (size_t l = 0; l < blocks->size(); ++l) {
     auto block = blocks->ptr(l);
     std::map<std::string, torch::nn::Linear> found;
@@ -97,73 +107,86 @@ AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList block
       SEQLAB_CHECK(it != found.end(),
                    "adapter target '{}' names no linear layer in block {} (available: {})", t, l,
                    available);
-      adapted_.push_back({static_cast<int64_t>(l), t, it->second, it->second->weight});
+      adapted.push_back({static_cast<int64_t>(l), t, it->second, it->second->weight});
     }
   }
-  // Parameters. Random factors come from a generator of their own: attaching adapters does not
-  // disturb the global RNG stream.
+  return adapted;
+}
+
+}  // namespace
+
+AdaptersImpl::AdaptersImpl(const AdapterConfig& cfg, torch::nn::ModuleList blocks) : cfg_(cfg) {
+  cfg_.validate();
+  SEQLAB_CHECK(cfg_.kind != "none", "no adapter to attach (--adapter none)");
+  const auto targets = cfg_.target_list();
+  adapted_ = find_adapted(targets, blocks);
+  const bool tied = cfg_.kind == "tied_lora";
+  const int64_t r = cfg_.rank;
+  // Random factors come from a generator of their own: attaching adapters does not disturb the
+  // global RNG stream.
   auto gen = at::detail::createCPUGenerator(cfg_.seed);
   auto randn = [&](int64_t a, int64_t b, double sd) { return at::normal(0.0, sd, {a, b}, gen); };
-  auto layers = register_module("layers", Holder());
-  Holder shared{nullptr};
-  if (tied) shared = register_module("shared", Holder());
-  std::map<std::string, std::pair<torch::Tensor, torch::Tensor>> shared_ab;
-  for (const auto& t : targets) {
-    if (!tied) break;
-    const auto& w = adapted_[&t - &targets[0]].base;  // block 0's layer: same shape in all blocks
-    const int64_t out = w.size(0), in = w.size(1);
-    auto A = randn(r, in, 1.0 / std::sqrt(static_cast<double>(in)));
-    auto B = randn(out, r, 1.0 / std::sqrt(static_cast<double>(r)));
-    auto holder = shared->register_module(t, Holder());
-    if (cfg_.trains('B')) {
-      B.zero_();
-    } else if (!cfg_.trains('v') && !cfg_.trains('u') && cfg_.trains('A')) {
-      A.zero_();
+  // Tied-LoRA starts at the base model: the first trained factor in the order B, v, u, A starts
+  // at zero (with nothing trained, B does: the adapter is a no-op).
+  char zero = 'B';
+  for (char f : {'B', 'v', 'u', 'A'})
+    if (tied && cfg_.trains(f)) {
+      zero = f;
+      break;
     }
-    // register_parameter returns a reference into the module's parameter list, which the next
-    // registration may reallocate: copy each handle before registering the next (ASan found the
-    // two calls in one braced pair reading a freed reference).
-    torch::Tensor a_param = holder->register_parameter("A", A, cfg_.trains('A'));
-    torch::Tensor b_param = holder->register_parameter("B", B, cfg_.trains('B'));
-    shared_ab[t] = {a_param, b_param};
+  // A [r,in] ~ N(0, 1/in) and B [out,r] ~ N(0, 1/r) (Tied-LoRA) or 0 (LoRA); registered frozen
+  // unless they train. register_parameter returns a reference into the module's parameter list,
+  // which the next registration may reallocate: the handle is copied before the next one (ASan
+  // found the two calls in one braced pair reading a freed reference).
+  auto make_a = [&](const auto& h, int64_t in) {
+    auto A = randn(r, in, 1.0 / std::sqrt(static_cast<double>(in)));
+    if (tied && zero == 'A') A.zero_();
+    torch::Tensor p = h->register_parameter("A", A, !tied || cfg_.trains('A'));
+    return p;
+  };
+  auto make_b = [&](const auto& h, int64_t out) {
+    if (!tied) return h->register_parameter("B", torch::zeros({out, r}));
+    auto B = randn(out, r, 1.0 / std::sqrt(static_cast<double>(r)));
+    if (zero == 'B') B.zero_();
+    torch::Tensor p = h->register_parameter("B", B, cfg_.trains('B'));
+    return p;
+  };
+  auto layers = register_module("layers", Holder());
+  // The shared factors of each target (block 0's layer gives the shape: the same in all blocks).
+  std::map<std::string, std::pair<torch::Tensor, torch::Tensor>> shared_ab;
+  if (tied && (cfg_.shares('A') || cfg_.shares('B'))) {
+    auto shared = register_module("shared", Holder());
+    for (size_t i = 0; i < targets.size(); ++i) {
+      const auto& w = adapted_[i].base;
+      auto holder = shared->register_module(targets[i], Holder());
+      auto& ab = shared_ab[targets[i]];
+      if (cfg_.shares('A')) ab.first = make_a(holder, w.size(1));
+      if (cfg_.shares('B')) ab.second = make_b(holder, w.size(0));
+    }
   }
   std::map<int64_t, Holder> per_layer;
   for (const auto& a : adapted_) {
     const int64_t out = a.base.size(0), in = a.base.size(1);
-    SEQLAB_CHECK(!tied || (out == shared_ab[a.target].second.size(0) &&
-                           in == shared_ab[a.target].first.size(1)),
-                 "tied_lora: target '{}' has a different shape in block {}", a.target, a.layer);
     if (!per_layer.count(a.layer))
       per_layer[a.layer] = layers->register_module(std::to_string(a.layer), Holder());
     auto holder = per_layer[a.layer]->register_module(a.target, Holder());
     std::array<torch::Tensor, 4> f;
-    if (!tied) {
-      f[0] =
-          holder->register_parameter("A", randn(r, in, 1.0 / std::sqrt(static_cast<double>(in))));
-      f[1] = holder->register_parameter("B", torch::zeros({out, r}));
-    } else {
+    const auto& ab = shared_ab[a.target];
+    SEQLAB_CHECK(!ab.first.defined() || ab.first.size(1) == in,
+                 "tied_lora: target '{}' has a different shape in block {}", a.target, a.layer);
+    SEQLAB_CHECK(!ab.second.defined() || ab.second.size(0) == out,
+                 "tied_lora: target '{}' has a different shape in block {}", a.target, a.layer);
+    f[0] = ab.first.defined() ? ab.first : make_a(holder, in);
+    f[1] = ab.second.defined() ? ab.second : make_b(holder, out);
+    if (tied) {
       auto u = torch::ones({r});
       auto v = torch::ones({out});
-      // The first trained factor in the order B, v, u, A starts at zero (see the header).
-      if (!cfg_.trains('B')) {
-        if (cfg_.trains('v'))
-          v.zero_();
-        else if (cfg_.trains('u'))
-          u.zero_();
-      }
-      f[0] = shared_ab[a.target].first;
-      f[1] = shared_ab[a.target].second;
+      if (zero == 'u') u.zero_();
+      if (zero == 'v') v.zero_();
       f[2] = holder->register_parameter("u", u, cfg_.trains('u'));
       f[3] = holder->register_parameter("v", v, cfg_.trains('v'));
     }
     factors_.push_back(f);
-  }
-  // A frozen B with frozen u and v: the delta is fixed and nonzero unless A starts at zero, which
-  // the shared initialisation above did when A is the only trained factor. With nothing trained
-  // at all the delta must still be zero.
-  if (tied && !cfg_.trains('A') && !cfg_.trains('B') && !cfg_.trains('u') && !cfg_.trains('v')) {
-    torch::NoGradGuard ng;
-    for (auto& [t, ab] : shared_ab) ab.second.zero_();
   }
 }
 
@@ -207,7 +230,8 @@ int64_t AdaptersImpl::expected_trainable() const {
     if (cfg_.kind == "lora") {
       n += L * r * (in + out);
     } else {
-      n += (cfg_.trains('A') ? r * in : 0) + (cfg_.trains('B') ? out * r : 0) +
+      const int64_t nA = cfg_.shares('A') ? 1 : L, nB = cfg_.shares('B') ? 1 : L;
+      n += (cfg_.trains('A') ? r * in * nA : 0) + (cfg_.trains('B') ? out * r * nB : 0) +
            L * ((cfg_.trains('u') ? r : 0) + (cfg_.trains('v') ? out : 0));
     }
   }

@@ -9,10 +9,11 @@
 //   layers, and per-layer scaling vectors u_l [r], v_l [out]:
 //       W_l' = W_l + (alpha / r) diag(v_l) B diag(u_l) A
 //   Any subset of {A, B, u, v} is trained (cfg.train); the rest stays frozen at its
-//   initialisation. Initialisation keeps the start equal to the base model: A ~ N(0, 1/in),
-//   B ~ N(0, 1/r), u = 1, v = 1, and then the first TRAINED factor in the order B, v, u, A is
-//   set to zero instead (so the product is 0 but gradients still flow into it). With nothing
-//   trained, the adapter is a no-op.
+//   initialisation. Which of A and B are shared is cfg.share (default both; a factor not shared
+//   is one per layer, A_l or B_l, so share "" with train "A,B" is LoRA's form). Initialisation
+//   keeps the start equal to the base model: A ~ N(0, 1/in), B ~ N(0, 1/r), u = 1, v = 1, and then
+//   the first TRAINED factor in the order B, v, u, A is set to zero instead (so the product is 0
+//   but gradients still flow into it). With nothing trained, the adapter is a no-op.
 //
 // Mechanism: the base weights stay registered (frozen) parameters; before every forward or step
 // the model calls apply(), which sets each adapted Linear's `weight` member to W + delta, so any
@@ -22,9 +23,11 @@
 //
 // Trainable parameters, over the T chosen targets with shapes [out_t, in_t] and L layers:
 //   LoRA       L * sum_t r (in_t + out_t)
-//   Tied-LoRA  sum_t ([A] r in_t + [B] out_t r + L ([u] r + [v] out_t))    ([X] = 1 if X trains)
-// Parameter names: adapters.layers.{l}.{target}.{A,B} (LoRA); adapters.shared.{target}.{A,B} and
-// adapters.layers.{l}.{target}.{u,v} (Tied-LoRA).
+//   Tied-LoRA  sum_t ([A] r in_t n_A + [B] out_t r n_B + L ([u] r + [v] out_t))
+//              ([X] = 1 if X trains; n_X = 1 if X is shared, else L)
+// Parameter names: adapters.layers.{l}.{target}.{A,B} (LoRA); adapters.shared.{target}.{A,B}
+// (shared), adapters.layers.{l}.{target}.{A,B} (not shared) and adapters.layers.{l}.{target}.{u,v}
+// (Tied-LoRA).
 #pragma once
 
 #include "seqlab/core/fields.h"
@@ -42,6 +45,7 @@ struct AdapterConfig {
   double alpha = 0;     // scale = alpha / r
   std::string targets;  // comma-separated linear layers of a block: q,k,v,o,fc1,fc2
   std::string train;    // tied_lora: which of A,B,u,v train (comma-separated)
+  std::string share;    // tied_lora: which of A,B all layers share (comma-separated)
   uint64_t seed = 0;    // initialisation of A (and B for Tied-LoRA)
 
   template <class V>
@@ -53,12 +57,16 @@ struct AdapterConfig {
       "linear layers to adapt in every block: q,k,v,o (attention), fc1,fc2 (MLP)");
     v(train, "tied-train", std::string("A,B,u,v"),
       "tied_lora: the factors that train (any of A,B,u,v; the rest stay frozen)");
+    v(share, "tied-share", std::string("A,B"),
+      "tied_lora: the factors one tensor serves for every layer (any of A,B; the others are one "
+      "per layer)");
     v(seed, "adapter-seed", uint64_t{7}, "seed of the adapter initialisation");
   }
   AdapterConfig() { visit(DefaultsVisitor{}); }
   void validate() const;
   std::vector<std::string> target_list() const;
   bool trains(char factor) const;  // tied_lora: whether 'A', 'B', 'u' or 'v' trains
+  bool shares(char factor) const;  // tied_lora: whether 'A' or 'B' is one tensor for all layers
   nlohmann::json to_json() const;
   static AdapterConfig from_json(const nlohmann::json& j, const std::string& source);
 };

@@ -24,10 +24,13 @@ namespace {
 
 constexpr uint64_t kEntrySampleSeed = 0xde75e7ULL;  // the same entry sample for every cell
 
-struct Eval {
+// The evaluation sets of one split.
+struct EvalSplit {
+  std::string split;
   ReverseDictSet rd;
   SimilaritySet sim;
 };
+using Eval = std::vector<EvalSplit>;  // valid, then test
 
 // A fixed sample of n train entries (all when n <= 0 or n >= their number).
 std::vector<int32_t> entry_sample(const Dictionary& d, int64_t n) {
@@ -56,7 +59,7 @@ DefsentRow base_row(const DefsentCellConfig& c, const Encoder& e, const std::str
   return r;
 }
 
-void add_eval(DefsentRow& row, const Encoder& e, const Eval& ev) {
+void measure(DefsentRow& row, const Encoder& e, const EvalSplit& ev) {
   const auto r = evaluate_embeddings(e, ev.rd, ev.sim);
   row.mrr = r.retrieval.mrr;
   row.recall10 = r.retrieval.recall;
@@ -68,8 +71,17 @@ void add_eval(DefsentRow& row, const Encoder& e, const Eval& ev) {
   row.mean_cos = r.iso.mean_cos;
   row.partition = r.iso.partition;
   row.top_pc = r.iso.top_pc;
-  log_info("{} round {}: MRR {:.4f} R@10 {:.4f} Spearman {:.4f} mean cos {:.3f}", row.method,
-           row.round, r.retrieval.mrr, r.retrieval.recall, r.spearman, r.iso.mean_cos);
+  log_info("{} round {} ({}): MRR {:.4f} R@10 {:.4f} Spearman {:.4f} mean cos {:.3f}", row.method,
+           row.round, row.split, r.retrieval.mrr, r.retrieval.recall, r.spearman, r.iso.mean_cos);
+}
+
+// Measures the encoder on every split: one row each.
+void add_eval(nlohmann::json& rows, DefsentRow row, const Encoder& e, const Eval& ev) {
+  for (const auto& sp : ev) {
+    row.split = sp.split;
+    measure(row, e, sp);
+    rows.push_back(row.to_json());
+  }
 }
 
 void add_train(DefsentRow& row, const TrainReport& t, int64_t entries, int64_t examples) {
@@ -118,8 +130,7 @@ nlohmann::json run_mlm_stage(const DefsentCellConfig& c, std::shared_ptr<Diction
   nlohmann::json rows = nlohmann::json::array();
   auto r0 = base_row(c, enc, "random");
   r0.label = "random init (no training)";
-  add_eval(r0, enc, ev);
-  rows.push_back(r0.to_json());
+  add_eval(rows, r0, enc, ev);
   MlmOptions mo;
   mo.steps = c.mlm->steps;
   mo.batch = c.mlm->batch;
@@ -131,8 +142,7 @@ nlohmann::json run_mlm_stage(const DefsentCellConfig& c, std::shared_ptr<Diction
   save_encoder((fs::path(run_dir) / "model").string(), enc);
   auto r = base_row(c, enc, "mlm");
   add_train(r, tr, 0, static_cast<int64_t>(texts.size()));
-  add_eval(r, enc, ev);
-  rows.push_back(r.to_json());
+  add_eval(rows, r, enc, ev);
   return {{"id", c.id}, {"train_seconds", tr.seconds}, {"rows", rows}};
 }
 
@@ -150,8 +160,8 @@ double run_defsent_stage(const DefsentCellConfig& c, const Dictionary& dict, con
   for (const auto& x : ex) words.insert(x.target);
   const auto n_entries = static_cast<int64_t>(words.size());
   add_train(r, tr, n_entries, static_cast<int64_t>(ex.size()));
-  add_eval(r, enc, ev);
-  rows.push_back(r.to_json());
+  r.lr = c.train->lr;
+  add_eval(rows, r, enc, ev);
   return tr.seconds;
 }
 
@@ -175,8 +185,8 @@ double run_defsent_plus_stage(const DefsentCellConfig& c, const Dictionary& dict
     auto r = base_row(c, enc, white ? "defsent+white" : "defsent+");
     r.round = round;
     add_train(r, tr, static_cast<int64_t>(pool.size()), static_cast<int64_t>(ex.size()));
-    add_eval(r, enc, ev);
-    rows.push_back(r.to_json());
+    r.lr = c.train->lr;
+    add_eval(rows, r, enc, ev);
     cur = enc;
   }
   save_encoder(model_dir, cur);
@@ -230,8 +240,10 @@ nlohmann::json run_defsent_cell(const nlohmann::json& cell, const std::string& r
   torch::manual_seed(c.seed);
   auto dict = std::make_shared<Dictionary>(load_wordnet());
   const WuPalmer wp(dict->wordnet());
-  Eval ev{reverse_dictionary_set(*dict, c.eval.max_queries),
-          similarity_set(*dict, wp, c.eval.n_pairs)};
+  Eval ev;
+  for (Split sp : {Split::valid, Split::test})
+    ev.push_back({split_name(sp), reverse_dictionary_set(*dict, c.eval.max_queries, sp),
+                  similarity_set(*dict, wp, c.eval.n_pairs, sp)});
   if (c.stage == "mlm") return run_mlm_stage(c, dict, ev, run_dir);
   const fs::path runs = fs::path(run_dir).parent_path();
   const auto from = (runs / *c.from / "model").string();

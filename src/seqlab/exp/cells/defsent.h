@@ -17,7 +17,8 @@
 // encoder against entry embeddings built by the previous round's encoder (round 1: the MLM
 // encoder), whitened or not ("defsent+" / "defsent+white", one row per round).
 //
-// One DefsentRow per measured encoder.
+// Two DefsentRows per measured encoder: split "valid" (where the suite's settings are chosen) and
+// "test" (reported), on disjoint held-out definitions (methods/embed_eval.h).
 #pragma once
 
 #include "seqlab/exp/cells/fields.h"
@@ -117,8 +118,10 @@ struct DefsentRow {
   std::string label;
   int64_t round;  // DefSent+ round, 0 otherwise
   uint64_t seed;
-  std::string task;  // "wordnet_defsent"
-  std::string arch;  // the feature map for linear attention, else the mixer
+  std::string split;         // valid | test: the evaluation split (methods/embed_eval.h)
+  std::optional<double> lr;  // definition training's learning rate (absent for random / mlm)
+  std::string task;          // "wordnet_defsent"
+  std::string arch;          // the feature map for linear attention, else the mixer
   int64_t d_model, n_layer;
   std::string pooling;
   int64_t train_length, test_length;  // the encoder's max_tokens
@@ -140,6 +143,8 @@ struct DefsentRow {
     v(label, "label", std::string(), "");
     v(round, "round", int64_t{0}, "");
     v(seed, "seed", uint64_t{0}, "");
+    v(split, "split", std::string("test"), "");
+    v(lr, "lr", kUnset, "");
     v(task, "task", std::string("wordnet_defsent"), "");
     v(arch, "arch", std::string(), "");
     v(d_model, "d_model", int64_t{0}, "");

@@ -184,7 +184,7 @@ struct LmRow {
   int64_t distill_steps;                          // attention transfer steps (0: none)
   std::string adapter;                            // none | lora | tied_lora
   std::optional<int64_t> adapter_rank;
-  std::optional<std::string> adapter_targets, adapter_train;
+  std::optional<std::string> adapter_targets, adapter_train, adapter_share;
   std::optional<double> ppl_converted;  // the converted model before finetuning
   // Attention transfer: per layer, the loss before and after, and its time.
   std::optional<std::vector<double>> distill_before, distill_after;
@@ -225,6 +225,7 @@ struct LmRow {
     v(adapter_rank, "adapter_rank", kUnset, "");
     v(adapter_targets, "adapter_targets", kUnset, "");
     v(adapter_train, "adapter_train", kUnset, "");
+    v(adapter_share, "adapter_share", kUnset, "");
     v(ppl_converted, "ppl_converted", kUnset, "");
     v(distill_before, "distill_before", kUnset, "");
     v(distill_after, "distill_after", kUnset, "");

@@ -81,7 +81,10 @@ nlohmann::json run_lm_finetune(const nlohmann::json& cell, const std::string& ru
   if (start.adapter.kind != "none") {
     row.adapter_rank = start.adapter.rank;
     row.adapter_targets = start.adapter.targets;
-    if (start.adapter.kind == "tied_lora") row.adapter_train = start.adapter.train;
+    if (start.adapter.kind == "tied_lora") {
+      row.adapter_train = start.adapter.train;
+      row.adapter_share = start.adapter.share;
+    }
   }
   row.distill_steps = conversion.distill_steps;
   row.distill_before = conversion.distill_before;

@@ -47,6 +47,11 @@ const std::vector<SuiteEntry>& suite_registry() {
        "Hedgehog's spikiness and monotonicity: attention-row entropy and Spearman rho with softmax "
        "for every feature map, untrained and trained, on models/teacher-en (Zhang+ 2024)",
        attention_shape_suite},
+      {"tied_lora",
+       "Tied-LoRA configurations (which of A, B are shared across layers; which of A, B, u, v "
+       "train) against LoRA and full finetuning on a converted 4-layer model, 3 seeds, with a "
+       "learning-rate check (Renduchintala+ 2023)",
+       tied_lora_suite},
   };
   return r;
 }
