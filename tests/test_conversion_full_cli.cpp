@@ -5,6 +5,7 @@
 // trainable, tokens), the token accounting, the test split and by-position rows, and that the
 // report pairs the gap to the control by seed.
 #include "cli_testing.h"
+#include "suite_rows_testing.h"
 
 #include <nlohmann/json.hpp>
 
@@ -44,13 +45,7 @@ TEST(ConversionFullCli, QuickSliceWritesSeededRowsOnBothSplits) {
                           &err),
             0)
       << err;
-  std::ifstream f(out + "/results.jsonl");
-  std::map<std::string, nlohmann::json> valid, test;
-  std::string line;
-  while (std::getline(f, line)) {
-    auto j = nlohmann::json::parse(line);
-    (j["split"] == "test" ? test : valid)[j["cell"].get<std::string>()] = j;
-  }
+  auto [valid, test] = read_split_rows(out + "/results.jsonl");
   for (const char* c : {"teacher", "control_s0", "hybrid_s0", "hybrid_kl_s0", "hybrid_lora_s0"}) {
     ASSERT_TRUE(valid.count(c) && test.count(c)) << c;
     for (const char* k :

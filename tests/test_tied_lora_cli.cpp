@@ -4,6 +4,7 @@
 // counts against the formulas of model/adapters.h) and that the report compares each one with
 // LoRA.
 #include "cli_testing.h"
+#include "suite_rows_testing.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,13 +20,7 @@ TEST(TiedLoraCli, QuickSliceComparesConfigurationsWithLora) {
   auto r = run_seqlab("suite tied_lora --quick --jobs 1 --no-plots -q --out " + out +
                       " --only '^(lora|tl_ABuv|tA_AB)_s0$'");
   ASSERT_EQ(r.code, 0) << r.err;
-  std::ifstream f(out + "/results.jsonl");
-  std::map<std::string, nlohmann::json> valid, test;
-  std::string line;
-  while (std::getline(f, line)) {
-    auto j = nlohmann::json::parse(line);
-    (j["split"] == "test" ? test : valid)[j["cell"].get<std::string>()] = j;
-  }
+  auto [valid, test] = read_split_rows(out + "/results.jsonl");
   for (const char* c : {"teacher_s0", "full_s0", "lora_s0", "tl_ABuv_s0", "tA_AB_s0"}) {
     ASSERT_TRUE(valid.count(c) && test.count(c)) << c;
     EXPECT_GT(test[c]["ppl"].get<double>(), 1.0) << c;
