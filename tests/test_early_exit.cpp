@@ -145,6 +145,49 @@ TEST(EarlyExit, PoolingSkipsPaddingSoABatchEqualsEachSequenceAlone) {
   }
 }
 
+// --tie-tag-head on a classify head: no head weights at any exit; each exit's logit for class c is
+// its pooled, normalised state . wte[c]. Checked against the untied model whose every head holds
+// wte[0..C) with zero bias, and through early-exit inference.
+TEST(EarlyExit, TiedExitsScoreClassesWithTheirTokenRows) {
+  torch::manual_seed(9);
+  auto cfg = classifier("softmax", "1,2");
+  cfg.pooling = "last";
+  cfg.tie_tag_head = true;
+  cfg.validate();
+  SeqModel tied(cfg);
+  cfg.tie_tag_head = false;
+  SeqModel untied(cfg);
+  tied->eval();
+  untied->eval();
+  torch::NoGradGuard ng;
+  int64_t heads = 0;
+  auto own = tied->named_parameters();
+  for (auto& p : untied->named_parameters()) {
+    if (own.contains(p.key())) {
+      p.value().copy_(own[p.key()]);
+    } else {  // head.* and exits.j.head.*: only the untied model has them
+      ASSERT_NE(p.key().find("head."), std::string::npos) << p.key();
+      ++heads;
+      if (p.value().dim() == 2)
+        p.value().copy_(tied->wte->weight.narrow(0, 0, 3));
+      else
+        p.value().zero_();
+    }
+  }
+  EXPECT_EQ(heads, 6);  // 2 exit heads + the last, weight and bias each
+  auto x = tokens(4, 9, 10);
+  auto a = tied->exit_logits(x), b = untied->exit_logits(x);
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t j = 0; j < a.size(); ++j)
+    EXPECT_TRUE(torch::allclose(a[j], b[j], 1e-4, 1e-5)) << "exit " << j;
+  auto r = tied->classify_early(x, {}, 0.0);
+  EXPECT_TRUE(torch::allclose(r.logits, a[0], 1e-5, 1e-6));
+  // A tied classify head needs the classes among the tokens.
+  cfg.tie_tag_head = true;
+  cfg.n_classes = cfg.vocab_size + 1;
+  EXPECT_THROW(cfg.validate(), Error);
+}
+
 namespace {
 
 std::string tmp_dir(const std::string& name) {

@@ -59,7 +59,8 @@ torch::Tensor BlockImpl::step(const torch::Tensor& x_t, MixerState& s) {
 
 ExitHeadImpl::ExitHeadImpl(int64_t d_model, int64_t n_classes) {
   ln = register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d_model})));
-  head = register_module("head", torch::nn::Linear(d_model, n_classes));
+  // n_classes 0: a tied head (--tie-tag-head), scored with the token embeddings instead.
+  if (n_classes > 0) head = register_module("head", torch::nn::Linear(d_model, n_classes));
 }
 
 ModelState ModelState::clone() const {
@@ -110,7 +111,7 @@ SeqModelImpl::SeqModelImpl(ModelConfig cfg) : cfg_(std::move(cfg)) {
   if (!exit_layers.empty()) {
     exits = register_module("exits", torch::nn::ModuleList());
     for (size_t j = 0; j + 1 < exit_layers.size(); ++j) {
-      exit_list_.push_back(ExitHead(D, cfg_.n_classes));
+      exit_list_.push_back(ExitHead(D, cfg_.tie_tag_head ? 0 : cfg_.n_classes));
       exits->push_back(exit_list_.back());
     }
     exit_temperature = register_buffer("exit_temperature",
@@ -178,8 +179,10 @@ torch::Tensor SeqModelImpl::forward(const torch::Tensor& tokens, const torch::Te
 
 torch::Tensor SeqModelImpl::exit_head(size_t j, const torch::Tensor& x,
                                       const torch::Tensor& valid) {
-  if (j == exit_list_.size()) return project(pool(ln_f(x), valid));  // the last layer's exit
-  return exit_list_[j]->head(pool(exit_list_[j]->ln(x), valid));     // [B,C]
+  if (j == exit_list_.size()) return project(pool(ln_f(x), valid));       // the last layer's exit
+  auto h = pool(exit_list_[j]->ln(x), valid);                             // [B,D]
+  if (exit_list_[j]->head) return exit_list_[j]->head(h);                 // [B,C]
+  return torch::matmul(h, wte->weight.narrow(0, 0, cfg_.n_classes).t());  // tied: [B,C]
 }
 
 std::vector<torch::Tensor> SeqModelImpl::exit_logits(const torch::Tensor& tokens,

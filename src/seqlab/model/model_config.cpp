@@ -24,15 +24,12 @@ void ModelConfig::validate() {
   if (head != "lm")
     SEQLAB_CHECK(n_classes > 1, "a {} head needs n_classes > 1, got {}", head, n_classes);
   // Configs are validated before a task sets the head (the default, lm, stands in until then);
-  // the trainer rejects --tie-tag-head once the task's head is known and is not tag.
-  if (tie_tag_head) {
-    SEQLAB_CHECK(head != "classify", "--tie-tag-head needs a tag head (this model's is classify)");
-    if (head == "tag")
-      SEQLAB_CHECK(n_classes <= vocab_size,
-                   "--tie-tag-head scores class c with token c's embedding, so it needs n_classes "
-                   "<= vocab_size (got {} classes, {} tokens)",
-                   n_classes, vocab_size);
-  }
+  // the trainer rejects --tie-tag-head once the task's head is known and is lm.
+  if (tie_tag_head && head != "lm")
+    SEQLAB_CHECK(n_classes <= vocab_size,
+                 "--tie-tag-head scores class c with token c's embedding, so it needs n_classes "
+                 "<= vocab_size (got {} classes, {} tokens)",
+                 n_classes, vocab_size);
   SEQLAB_CHECK(pooling == "mean" || pooling == "last", "pooling must be mean or last, got '{}'",
                pooling);
   if (!exits.empty()) {

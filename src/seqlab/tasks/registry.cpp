@@ -24,6 +24,7 @@
 #include "seqlab/tasks/supersense.h"
 #include "seqlab/tasks/pair_nli.h"
 #include "seqlab/tasks/difficulty.h"
+#include "seqlab/tasks/pointer_chase.h"
 
 namespace seqlab {
 
@@ -102,6 +103,10 @@ const std::vector<TaskEntry>& task_registry() {
       {"difficulty",
        "--vocab classes (default 3) by indicator counts; known p*(y|x), annotators, difficulty",
        make<DifficultyTask>},
+      {"pointer_chase",
+       "N = T-1 position symbols, query (k, p): follow the pointers k times from p; k = 1..--depth "
+       "(default 2), each hop one attention layer; known difficulty (classify, early exit)",
+       make<PointerChaseTask>},
   };
   return r;
 }

@@ -53,9 +53,9 @@ int64_t resolve_run_configs(const std::string& out, bool resume, bool resuming,
   if (!padded_lm) model_cfg.vocab_size = task->vocab_size();
   model_cfg.head = task->head();
   model_cfg.n_classes = task->n_classes();
-  SEQLAB_CHECK(!model_cfg.tie_tag_head || model_cfg.head == "tag",
-               "--tie-tag-head needs a task with a tag head; {}'s head is {}", task->name(),
-               model_cfg.head);
+  SEQLAB_CHECK(!model_cfg.tie_tag_head || model_cfg.head != "lm",
+               "--tie-tag-head needs a task with a tag or classify head; {}'s head is lm",
+               task->name());
   model_cfg.validate();
 
   start.adapter.validate();

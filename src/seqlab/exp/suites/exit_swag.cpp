@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <type_traits>
 
 namespace seqlab {
@@ -31,7 +32,7 @@ SuiteSpec exit_swag_suite(bool quick) {
   s.name = "exit_swag";
   s.description =
       "early exit with calibrated confidence (Schwartz+ 2020) and SWAG uncertainty (Maddox+ 2019, "
-      "Talman+ 2023) on supersense, pair_nli and difficulty";
+      "Talman+ 2023) on supersense, pair_nli, difficulty and pointer_chase";
   s.claims =
       "- Schwartz et al. (2020): classifiers after several layers, temperature-calibrated, and "
       "one confidence threshold chosen at inference time trade speed for accuracy without "
@@ -105,6 +106,27 @@ SuiteSpec exit_swag_suite(bool quick) {
                          {"scale", 0.5}});
     }
   }
+  // A model whose first exit is much worse than its last: pointer chasing with 1 or 2 hops, one
+  // attention layer per hop (tasks/pointer_chase.h). Three seeds in the quick grid too, softmax
+  // only; batch 128 at lr 3e-3, which a 2-layer model needs to learn the second hop in 3000
+  // steps (at batch 32 it had not in 1500), and a tied head reading the symbols' embeddings.
+  for (uint64_t seed : {0, 1, 2}) {
+    const int64_t T = 17, steps = 3000;
+    auto tr = grid_train(steps, 128, 3e-3, seed);
+    tr["warmup"] = steps / 20;
+    auto m = model("softmax", "1,2,3", T);
+    m["pooling"] = "last";
+    m["tie_tag_head"] = true;
+    s.cells.push_back({{"id", fmt::format("exit_pointer_chase_softmax_s{}", seed)},
+                       {"kind", "classify_exit"},
+                       {"label", "pointer_chase softmax"},
+                       {"model", m},
+                       {"task", grid_task("pointer_chase", T, T, {{"depth", 2}})},
+                       {"train", tr},
+                       {"calibrate_n", cal_n},
+                       {"eval_n", eval_n},
+                       {"thresholds", kThresholds}});
+  }
   s.custom_report = exit_swag_report;
   return s;
 }
@@ -174,16 +196,19 @@ std::string calibration_table(const std::map<int64_t, std::vector<ExitCalibratio
 }
 
 // One task's early-exit curve, the target, and its calibration per exit.
-std::string exit_section(const Grouped& g, const std::string& label) {
+// n_seeds: the report's seed count, which a section with another count states again.
+std::string exit_section(const Grouped& g, const std::string& label, int64_t n_seeds) {
   using R = ExitCurveRow;
   const auto& c = g.curve.at(label);
   const auto& full_rows = c.rbegin()->second;  // the highest threshold (> 1): every layer
   const double n_layer = static_cast<double>(full_rows.front().n_layer);
   const double full = over_seeds(full_rows, &R::accuracy).mean;
   const bool diff = full_rows.front().has_difficulty;
+  const auto n_here = static_cast<int64_t>(full_rows.size());
   std::string md =
-      fmt::format("### {}\n\n| threshold | accuracy | mean layers | speed-up | examples/s |{}\n",
-                  label, diff ? " ρ(layers, difficulty) |" : "");
+      fmt::format("### {}\n\n{}| threshold | accuracy | mean layers | speed-up | examples/s |{}\n",
+                  label, n_here == n_seeds ? "" : "This model: " + seeds_note(n_here) + "\n\n",
+                  diff ? " ρ(layers, difficulty) |" : "");
   md += std::string("|---|---|---|---|---|") + (diff ? "---|" : "") + "\n";
   double best = 1.0;
   std::string best_th = "none";
@@ -207,12 +232,14 @@ std::string exit_section(const Grouped& g, const std::string& label) {
   return md;
 }
 
-std::string swag_section(const Grouped& g, const std::string& label) {
+std::string swag_section(const Grouped& g, const std::string& label, int64_t n_seeds) {
   using R = UncertaintyRow;
   const auto& u = g.unc.at(label);
   const bool ann = u.begin()->second.front().entropy_pearson.has_value();
+  const auto n_here = static_cast<int64_t>(u.begin()->second.size());
   std::string md =
-      fmt::format("### {}\n\n| method | accuracy | NLL | ECE |{}\n|---|---|---|---|{}\n", label,
+      fmt::format("### {}\n\n{}| method | accuracy | NLL | ECE |{}\n|---|---|---|---|{}\n", label,
+                  n_here == n_seeds ? "" : "This model: " + seeds_note(n_here) + "\n\n",
                   ann ? " r(H, H_ann) | ρ(H, H_ann) | KL |" : "", ann ? "---|---|---|" : "");
   for (const std::string m : {"sgd", "swa", "swag"}) {
     if (!u.count(m)) continue;
@@ -252,20 +279,28 @@ std::string exit_plot(const Grouped& g, const std::string& plot_dir) {
 
 std::string exit_swag_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir) {
   const auto g = group(rows);
-  std::string md = seeds_note(count_seeds(rows)) + "\n\n## Early exit\n\n";
+  // One seed count for the whole report, or 0 when the models differ (each section says its own).
+  std::set<size_t> counts;
+  for (const auto& [label, c] : g.curve) counts.insert(c.rbegin()->second.size());
+  for (const auto& [label, u] : g.unc) counts.insert(u.begin()->second.size());
+  const int64_t n_seeds = counts.size() > 1 ? 0 : count_seeds(rows);
+  std::string md = (n_seeds ? seeds_note(n_seeds)
+                            : std::string("The models ran different numbers of seeds; each "
+                                          "section below says how many.")) +
+                   "\n\n## Early exit\n\n";
   md +=
       "Each example alone (batch 1, padding trimmed), test split; the model stops at the first "
       "exit whose calibrated top probability reaches the threshold (above 1: every layer). "
       "Speed-up = layers / mean layers used. ρ = Spearman correlation of the layers used with "
       "the example's known difficulty (difficulty task only).\n\n";
-  for (const auto& label : g.curve_order) md += exit_section(g, label);
+  for (const auto& label : g.curve_order) md += exit_section(g, label, n_seeds);
   md += "## SWAG\n\n";
   md +=
       "Test split. sgd = the final weights; swa = the mean of the snapshots; swag = the Bayesian "
       "model average of the samples. r / ρ = Pearson / Spearman correlation of the predictive "
       "entropy with the annotators' entropy; KL = mean KL(annotators ‖ prediction) (difficulty "
       "task only: its annotators are known).\n\n";
-  for (const auto& label : g.unc_order) md += swag_section(g, label);
+  for (const auto& label : g.unc_order) md += swag_section(g, label, n_seeds);
   if (plot_dir.empty() || g.curve_order.empty()) return md;
   return md + exit_plot(g, plot_dir);
 }

@@ -12,8 +12,9 @@ SuiteSpec recall_suite(bool quick) {
   SuiteSpec s;
   s.name = "recall";
   s.description =
-      "MQAR at fixed length over widths (tied tag head: class v is read by token v's embedding "
-      "row; lr 1e-3); flip-flop trained on FFL(0.8) and tested on FFL(0.8), "
+      "MQAR at fixed length over widths (cells mqar_tied_*, since 2026-12-02: the tied tag head, "
+      "class v read by token v's embedding row, lr 1e-3; cells mqar_T64_*, before: an untied "
+      "Linear head, lr 3e-3); flip-flop trained on FFL(0.8) and tested on FFL(0.8), "
       "sparse FFL(0.98) and dense FFL(0.1); copying trained on n <= 20 and tested longer.";
   s.claims =
       "- Arora et al. (2023), Fig. 2: attention solves MQAR at every width tested; gated "
