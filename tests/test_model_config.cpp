@@ -58,9 +58,13 @@ TEST(ModelConfig, ImpossibleConfigsAreErrors) {
   c = ModelConfig();  // lm is also the stand-in before a task sets the head: the trainer checks
   c.tie_tag_head = true;
   EXPECT_EQ(error_of(c), "");
-  c.head = "classify";
+  c.head = "classify";  // a tied classify head (and its exits) reads classes off token rows
+  c.vocab_size = 5;
   c.n_classes = 3;
-  EXPECT_NE(error_of(c).find("--tie-tag-head needs a tag head"), std::string::npos);
+  EXPECT_EQ(error_of(c), "");
+  c.n_classes = 6;
+  EXPECT_NE(error_of(c).find("n_classes <= vocab_size (got 6 classes, 5 tokens)"),
+            std::string::npos);
   c.head = "tag";
   c.vocab_size = 5;
   c.n_classes = 6;

@@ -26,7 +26,7 @@ struct ModelConfig {
   bool parallel_residual = false;  // x + mixer(ln1 x) + mlp(ln2 x) (GPT-NeoX), not sequential
   std::string pos;                 // auto | learned | sinusoidal | none
   bool tie_embeddings = 0;         // lm head shares the token embedding
-  bool tie_tag_head = 0;  // tag head: class c is scored by token c's embedding row (no Linear)
+  bool tie_tag_head = 0;           // tag/classify head (and exits): class c scored by token c's row
   std::string head;       // lm (next token over V) | tag (a class per token) | classify (pooled)
   int64_t n_classes = 0;  // tag / classify: output classes
   std::string pooling;    // classify: mean | last
@@ -56,8 +56,8 @@ struct ModelConfig {
     v(head, "head", std::string("lm"), "output head: lm|tag|classify (set by the task)");
     v(n_classes, "n-classes", int64_t{0}, "classes of a tag/classify head (set by the task)");
     v(tie_tag_head, "tie-tag-head", false,
-      "tag head without its own weights: class c is scored by the dot product with token c's "
-      "embedding row (needs n_classes <= vocab_size)");
+      "tag or classify head (and each early exit's) without its own weights: class c is scored "
+      "by the dot product with token c's embedding row (needs n_classes <= vocab_size)");
     v(pooling, "pooling", std::string("mean"), "classify head pooling: mean|last");
     deq.visit(v);
     v(exits, "exits", std::string(""),

@@ -24,7 +24,7 @@ struct TaskConfig {
   int64_t min_len = 0, max_len = 0;  // training lengths (inclusive), sampled uniformly per batch
   int64_t vocab = 0;                 // alphabet size of tasks that have one (0 = task default)
   int64_t n_types = 0;               // Dyck: bracket types k
-  int64_t depth = 0;                 // Dyck: depth bound m
+  int64_t depth = 0;                 // Dyck: depth bound m; pointer_chase: most hops
   int64_t n_pairs = 0;               // mqar: key-value pairs (0 = derived from the length)
   int64_t modulus = 0;               // modular_arithmetic / cycle_navigation
   double threshold = 0;              // anbn / anbncn: acceptance probability threshold
@@ -38,7 +38,8 @@ struct TaskConfig {
     v(max_len, "max-len", int64_t{40}, "longest training sequence");
     v(vocab, "vocab", int64_t{0}, "alphabet size of tasks that have one (0 = task default)");
     v(n_types, "n-types", int64_t{2}, "dyck_bounded: bracket types k");
-    v(depth, "depth", int64_t{2}, "dyck_bounded: maximum nesting depth m");
+    v(depth, "depth", int64_t{2},
+      "dyck_bounded: maximum nesting depth m; pointer_chase: most hops per query");
     v(n_pairs, "n-pairs", int64_t{0}, "mqar: key-value pairs (0 = derived from the length)");
     v(modulus, "modulus", int64_t{5}, "modular_arithmetic / cycle_navigation modulus");
     v(threshold, "threshold", 0.5,

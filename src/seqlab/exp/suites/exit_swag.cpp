@@ -191,8 +191,22 @@ std::string calibration_table(const std::map<int64_t, std::vector<ExitCalibratio
                       over_seeds(rs, &R::accuracy).mean, over_seeds(rs, &R::ece_before).mean,
                       over_seeds(rs, &R::ece_after).mean, over_seeds(rs, &R::nll_before).mean,
                       over_seeds(rs, &R::nll_after).mean);
-  return md +
-         "\nTemperatures fitted on the valid split; ECE and NLL measured on the test split.\n\n";
+  // Whether depth helps at all: the last exit's accuracy minus the first's, paired by seed.
+  std::map<uint64_t, double> first;
+  std::vector<double> gain;
+  for (const auto& r : cal.begin()->second) first[r.seed] = r.accuracy;
+  std::string per_seed;
+  for (const auto& r : cal.rbegin()->second) {
+    if (!first.count(r.seed)) continue;
+    gain.push_back(r.accuracy - first[r.seed]);
+    per_seed +=
+        fmt::format("{}seed {}: {:+.4f}", per_seed.empty() ? "" : ", ", r.seed, gain.back());
+  }
+  md += fmt::format(
+      "\nTemperatures fitted on the valid split; ECE and NLL measured on the test split.\n\n"
+      "Last exit − first exit, test accuracy: {} ({}).\n\n",
+      fmt_ms(sample_stats(gain)), per_seed);
+  return md;
 }
 
 // One task's early-exit curve, the target, and its calibration per exit.
@@ -292,7 +306,7 @@ std::string exit_swag_report(const std::vector<nlohmann::json>& rows, const std:
       "Each example alone (batch 1, padding trimmed), test split; the model stops at the first "
       "exit whose calibrated top probability reaches the threshold (above 1: every layer). "
       "Speed-up = layers / mean layers used. ρ = Spearman correlation of the layers used with "
-      "the example's known difficulty (difficulty task only).\n\n";
+      "the example's known difficulty (the tasks that know it: difficulty, pointer_chase).\n\n";
   for (const auto& label : g.curve_order) md += exit_section(g, label, n_seeds);
   md += "## SWAG\n\n";
   md +=
