@@ -61,6 +61,9 @@ TEST(Cli, BadInputGivesExitCode2AndOneLine) {
   expect_error("train --out " + out + " --arch softmax --max-len 100 --max-context 64",
                "--max-context 64");
   expect_error("eval --model " + tmp_dir("missing"), "not a directory");
+  expect_error("train --task pointer_chase --depth 5 --out " + out, "--depth (hops)");
+  expect_error("train --task pointer_chase --min-len 5 --max-len 9 --out " + out,
+               "below its minimum (9)");
   expect_error("frobnicate", "frobnicate");
   EXPECT_FALSE(fs::exists(out)) << "a failed command left output behind";
 }
