@@ -57,6 +57,21 @@ TEST(PointerChase, LabelsFollowThePointers) {
   }
 }
 
+// B not a multiple of K: each count gets floor(B/K) or one more, and over seeds every hop count
+// is drawn even in a batch of 1.
+TEST(PointerChase, RemainderGoesToRandomHopCounts) {
+  const int64_t T = 9, N = T - 1, K = 3;
+  PointerChaseTask t(config(T, K));
+  const auto b = t.sample(61, T, 3);
+  std::vector<int64_t> per_hop(K + 1);
+  for (int64_t i = 0; i < 61; ++i) ++per_hop[1 + (rows(b.input)[i][N] - N) / N];
+  for (int64_t k = 1; k <= K; ++k) EXPECT_TRUE(per_hop[k] == 20 || per_hop[k] == 21) << k;
+  std::vector<int64_t> single(K + 1);
+  for (uint64_t seed = 0; seed < 60; ++seed)
+    ++single[1 + static_cast<int64_t>(t.sample(1, T, seed).difficulty[0].item<float>())];
+  for (int64_t k = 1; k <= K; ++k) EXPECT_GT(single[k], 5) << "hop count " << k;
+}
+
 TEST(PointerChase, BadInputIsRefused) {
   EXPECT_THROW(PointerChaseTask(config(2)), Error);
   EXPECT_THROW(PointerChaseTask(config(9, 0)), Error);

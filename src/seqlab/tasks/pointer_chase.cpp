@@ -22,7 +22,9 @@ Batch PointerChaseTask::sample(int64_t batch, int64_t length, uint64_t seed) con
                length, n_ + 1);
   std::mt19937_64 rng(seed);
   std::vector<int64_t> hop(batch);
-  for (int64_t i = 0; i < batch; ++i) hop[i] = 1 + i % hops_;
+  // A random start for the remainder; none drawn when B is a multiple of K (the suite's batches).
+  const int64_t start = batch % hops_ == 0 ? 0 : draw_below(rng, hops_);
+  for (int64_t i = 0; i < batch; ++i) hop[i] = 1 + (i + start) % hops_;
   for (int64_t i = batch - 1; i > 0; --i) std::swap(hop[i], hop[draw_below(rng, i + 1)]);
 
   std::vector<int64_t> input(batch * length), target(batch);

@@ -12,12 +12,14 @@
 // i.e. each is a position; token ids: symbols 0..N-1 (the classes, so a tied head can read them),
 // query tokens Q(k, p) = N + (k - 1) N + p for k in 1..K (K = --depth, 1..4; default 2) and p in
 // [0, N). The label of Q(k, p) is x^k(p): x_p, x_{x_p}, ... The hop count k is uniform per example
-// (exactly balanced per batch: B/K each, the remainder to the smallest k, shuffled) and
+// (exactly balanced per batch: B/K each, the remainder to K consecutive hop counts from a random
+// start, so a batch of 1 is uniform too; shuffled) and
 // difficulty = k - 1. Classes and vocabulary depend on N, so every sample of a task has one length:
 // sample() rejects a length other than --max-len, which is also min_length().
 //
-// Batch (head classify, pooling last): input [B,T]; target [B]; valid/mask [B,T] all true;
-// difficulty [B] float. A generated task: sample_split() is sample().
+// Batch (head classify; train with --pooling last, the query is the last token): input [B,T];
+// target [B]; valid/mask [B,T] all true; difficulty [B] float. A generated task: sample_split() is
+// sample().
 #pragma once
 
 #include "seqlab/tasks/task.h"
