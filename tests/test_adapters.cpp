@@ -36,6 +36,16 @@ AdapterConfig lora(const std::string& targets, int64_t r = 4) {
   return a;
 }
 
+// Tied-LoRA at rank 4 training `train`, sharing `share` (default: both A and B).
+AdapterConfig tied(const std::string& targets, const std::string& train,
+                   const std::string& share = "A,B") {
+  AdapterConfig a = lora(targets, 4);
+  a.kind = "tied_lora";
+  a.train = train;
+  a.share = share;
+  return a;
+}
+
 torch::Tensor tokens(int64_t B = 2, int64_t T = 7) {
   torch::manual_seed(11);
   return torch::randint(0, 13, {B, T}, torch::kLong);
@@ -114,10 +124,7 @@ TEST(Adapters, TiedLoraEveryTrainFreezeCombination) {
     auto x = tokens();
     auto base = m.forward(x);
     freeze_base(m);
-    AdapterConfig a = lora("q,fc2", 4);
-    a.kind = "tied_lora";
-    a.train = train;
-    m.attach_adapters(a);
+    m.attach_adapters(tied("q,fc2", train));
     // Shared A [r,in] and B [out,r] per target; u [r] and v [out] per layer; L = 3.
     //   q: in 16, out 16;  fc2: in 64, out 16.
     const bool tA = mask & 1, tB = mask & 2, tu = mask & 4, tv = mask & 8;
@@ -149,11 +156,7 @@ TEST(Adapters, TiedLoraSharingAOrBOrNeither) {
       auto x = tokens();
       auto base = m.forward(x);
       freeze_base(m);
-      AdapterConfig a = lora("q,fc2", 4);
-      a.kind = "tied_lora";
-      a.train = train;
-      a.share = share;
-      m.attach_adapters(a);
+      m.attach_adapters(tied("q,fc2", train, share));
       const bool sA = share == "A", sB = share == "B";
       const bool tA = train.find('A') != std::string::npos,
                  tB = train.find('B') != std::string::npos,
@@ -190,11 +193,7 @@ TEST(Adapters, TiedLoraSharingNothingIsLora) {
   freeze_base(m);
   freeze_base(n);
   m.attach_adapters(lora("q,fc1", 4));
-  AdapterConfig t = lora("q,fc1", 4);
-  t.kind = "tied_lora";
-  t.share = "";
-  t.train = "A,B";
-  n.attach_adapters(t);
+  n.attach_adapters(tied("q,fc1", "A,B", ""));
   EXPECT_EQ(count_parameters(m, true), count_parameters(n, true));
   perturb_adapters(m);
   auto np = n.named_parameters();
