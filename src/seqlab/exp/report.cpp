@@ -400,10 +400,10 @@ std::string tables_of(const std::vector<PlainRow>& rows) {
   return md;
 }
 
-// The plots of the accuracy-per-length report, rendered into <out>/plots.
-std::string plots_of(const SuiteSpec& spec, const std::vector<PlainRow>& rows,
-                     const std::string& out) {
-  const fs::path dir = fs::path(out) / "plots";
+// The plots of the accuracy-per-length report, rendered into `plot_dir`.
+std::string plots_of(const std::vector<std::string>& heatmap_tasks,
+                     const std::vector<PlainRow>& rows, const std::string& plot_dir) {
+  const fs::path dir = plot_dir;
   ensure_dir(dir.string());
   auto groups = group_rows(rows);
   std::string md = "\n## Plots\n\n";
@@ -411,8 +411,8 @@ std::string plots_of(const SuiteSpec& spec, const std::vector<PlainRow>& rows,
     std::vector<const Group*> gs;
     for (auto& [k, g] : groups)
       if (g.task == task && g.scale == 0) gs.push_back(&g);
-    const bool hm = std::find(spec.heatmap_tasks.begin(), spec.heatmap_tasks.end(), task) !=
-                    spec.heatmap_tasks.end();
+    const bool hm =
+        std::find(heatmap_tasks.begin(), heatmap_tasks.end(), task) != heatmap_tasks.end();
     md += plots_for_task(dir, task, gs, hm, blind_means(rows, task));
   }
   return md;
@@ -441,6 +441,11 @@ std::string report_tables(const std::vector<nlohmann::json>& rows) {
   return tables_of(plain_rows(rows));
 }
 
+std::string report_plots(const std::vector<nlohmann::json>& rows, const std::string& plot_dir,
+                         const std::vector<std::string>& heatmap_tasks) {
+  return plots_of(heatmap_tasks, plain_rows(rows), plot_dir);
+}
+
 std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json>& rows,
                          const std::string& out, bool plots, int64_t failed_cells) {
   std::string md = fmt::format(
@@ -461,7 +466,7 @@ std::string write_report(const SuiteSpec& spec, const std::vector<nlohmann::json
   } else {
     const auto plain = plain_rows(rows);
     md += "## Results\n\n" + tables_of(plain);
-    if (make_plots) md += plots_of(spec, plain, out);
+    if (make_plots) md += plots_of(spec.heatmap_tasks, plain, (fs::path(out) / "plots").string());
   }
   const std::string path = (fs::path(out) / "report.md").string();
   write_file_atomic(path, md);

@@ -42,4 +42,9 @@ std::string shell_quote(const std::string& s);
 // The markdown tables alone (testable without files).
 std::string report_tables(const std::vector<nlohmann::json>& rows);
 
+// The plots section ("\n## Plots\n\n" and the image links) of the accuracy-per-length report,
+// rendered into plot_dir: for a custom report that keeps the standard plots.
+std::string report_plots(const std::vector<nlohmann::json>& rows, const std::string& plot_dir,
+                         const std::vector<std::string>& heatmap_tasks = {});
+
 }  // namespace seqlab

@@ -1,0 +1,90 @@
+// The chomsky suite's report: Deletang et al.'s score is the mean accuracy over the sampled test
+// lengths 41..500, computed only for seeds that tested all of them; the tables keep n = 40, 100,
+// 200, 500.
+#include "seqlab/exp/suites/chomsky.h"
+#include "seqlab/exp/suites/suites.h"
+
+#include <gtest/gtest.h>
+
+using namespace seqlab;
+
+namespace {
+
+// A reverse_string row (T = 2n + 1) at input length n.
+nlohmann::json row(const std::string& arch, uint64_t seed, int64_t n, double acc) {
+  return {{"task", "reverse_string"},
+          {"arch", arch},
+          {"d_model", 64},
+          {"n_layer", 2},
+          {"seed", seed},
+          {"train_length", 81},
+          {"test_length", 2 * n + 1},
+          {"accuracy", acc},
+          {"blind_accuracy", 0.5}};
+}
+
+}  // namespace
+
+TEST(ChomskyReport, LengthsMapBothWays) {
+  for (const auto& t : chomsky_tasks())
+    for (int64_t n : {t.min_n, int64_t{41}, int64_t{500}})
+      EXPECT_EQ(t.input_length(t.stream_length(n)), n) << t.task;
+  const auto& rev = chomsky_tasks()[4];
+  ASSERT_EQ(rev.task, "reverse_string");
+  EXPECT_FALSE(rev.input_length(82).has_value());  // even: no n gives 2n + 1 = 82
+  const auto n = chomsky_score_lengths();
+  ASSERT_EQ(n.size(), 24u);
+  EXPECT_EQ(n.front(), 41);
+  EXPECT_EQ(n[1], 60);
+  EXPECT_EQ(n.back(), 500);
+}
+
+TEST(ChomskyReport, ScoreIsTheMeanOverScoreLengthsOfCompleteSeeds) {
+  std::vector<nlohmann::json> rows;
+  const auto lengths = chomsky_score_lengths();
+  for (uint64_t s = 0; s < 3; ++s) {
+    rows.push_back(row("lstm", s, 40, 1.0));  // in range: not part of the score
+    for (size_t i = 0; i < lengths.size(); ++i) {
+      // lstm: 1.0 on the first half of the lengths, 0.5 on the rest (score 0.75), every seed.
+      rows.push_back(row("lstm", s, lengths[i], i < lengths.size() / 2 ? 1.0 : 0.5));
+      rows.push_back(row("softmax", s, lengths[i], 0.5 + 0.01 * static_cast<double>(s)));
+    }
+  }
+  // gru's one seed misses n = 500: it is not scored.
+  for (size_t i = 0; i + 1 < lengths.size(); ++i) rows.push_back(row("gru", 0, lengths[i], 1.0));
+  const auto md = chomsky_report(rows, "");
+  EXPECT_NE(md.find("| reverse_string | DCF | 0.750 | 0.520 |  | *0.500* |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| reverse_string | DCF | 0.750 ± 0.000 [0.750, 0.750] (n=3) | 0.510 ± 0.010"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("- lstm − softmax: +0.240 ["), std::string::npos) << md;
+  // The tables show n = 40, 100, 200, 500 (T = 81, 201, 401, 1001) and no other length.
+  EXPECT_NE(md.find("| arch | d_model | n_layer | seeds | train ≤ | 81 | 201 | 401 | 1001 |"),
+            std::string::npos)
+      << md;
+}
+
+TEST(ChomskyReport, RowsWithoutTheScoreLengthsSayWhatTheyTested) {
+  std::vector<nlohmann::json> rows = {row("lstm", 0, 40, 1.0), row("lstm", 0, 100, 0.9),
+                                      row("lstm", 0, 500, 0.6)};
+  const auto md = chomsky_report(rows, "");
+  EXPECT_NE(md.find("Not computed: no cell tested every one of these lengths (the rows test n = "
+                    "40, 100, 500)."),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| lstm | 64 | 2 | 1 | 81 | 1.000 ✓ |"), std::string::npos) << md;
+}
+
+TEST(ChomskyReport, FullGridTestsTheScoreLengthsAndQuickDoesNot) {
+  const auto full = chomsky_suite(false), quick = chomsky_suite(true);
+  ASSERT_FALSE(full.cells.empty());
+  const auto& c = full.cells.front();  // parity: T = n
+  EXPECT_EQ(c["test_lengths"].size(), 25u);
+  EXPECT_EQ(c["test_lengths"][0], 40);
+  EXPECT_EQ(c["test_lengths"][1], 41);
+  EXPECT_EQ(c["eval_sizes"][0], 512);
+  EXPECT_EQ(c["eval_sizes"][1], 128);
+  EXPECT_EQ(quick.cells.front()["test_lengths"].size(), 3u);
+  EXPECT_FALSE(quick.cells.front().contains("eval_sizes"));
+}
