@@ -1,6 +1,6 @@
-// The chomsky suite's report: Deletang et al.'s score is the mean accuracy over the sampled test
-// lengths 41..500, computed only for seeds that tested all of them; the tables keep n = 40, 100,
-// 200, 500.
+// The anchors' protocols (issue 36 §2). The chomsky suite's report: Deletang et al.'s score is the
+// mean accuracy over the sampled test lengths 41..500, computed only for seeds that tested all of
+// them; the tables keep n = 40, 100, 200, 500. The hierarchy grid tests to T = 2048.
 #include "seqlab/exp/suites/chomsky.h"
 #include "seqlab/exp/suites/suites.h"
 
@@ -87,4 +87,22 @@ TEST(ChomskyReport, FullGridTestsTheScoreLengthsAndQuickDoesNot) {
   EXPECT_EQ(c["eval_sizes"][1], 128);
   EXPECT_EQ(quick.cells.front()["test_lengths"].size(), 3u);
   EXPECT_FALSE(quick.cells.front().contains("eval_sizes"));
+}
+
+TEST(HierarchySuite, FullGridTestsTo2048AndQuickDoesNot) {
+  for (const auto& c : hierarchy_suite(false).cells) {
+    SCOPED_TRACE(c["id"].get<std::string>());
+    const auto& L = c["test_lengths"];
+    ASSERT_GE(L.size(), 2u);
+    EXPECT_EQ(L[L.size() - 2], 1024);
+    EXPECT_EQ(L[L.size() - 1], 2048);
+    EXPECT_EQ(c["eval_sizes"].size(), L.size());
+    EXPECT_EQ(c["eval_sizes"][L.size() - 1], 128);
+    EXPECT_EQ(c["eval_sizes"][0], 512);
+    EXPECT_GE(c["model"]["max_context"].get<int64_t>(), 2048);
+  }
+  for (const auto& c : hierarchy_suite(true).cells) {
+    EXPECT_LE(c["test_lengths"].back().get<int64_t>(), 256);
+    EXPECT_FALSE(c.contains("eval_sizes"));
+  }
 }
