@@ -44,7 +44,7 @@ SuiteSpec separations_suite(bool quick) {
     return w == 64;
   };
   const std::vector<uint64_t> seeds =
-      quick ? std::vector<uint64_t>{0} : std::vector<uint64_t>{0, 1};
+      quick ? std::vector<uint64_t>{0} : std::vector<uint64_t>{0, 1, 2};
   const int64_t steps = quick ? 1500 : 4000;
   struct T {
     std::string task;
