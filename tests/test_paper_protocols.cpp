@@ -4,7 +4,13 @@
 #include "seqlab/exp/suites/chomsky.h"
 #include "seqlab/exp/suites/suites.h"
 
+#include "seqlab/exp/report.h"
+
 #include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
 
 using namespace seqlab;
 
@@ -63,6 +69,24 @@ TEST(ChomskyReport, ScoreIsTheMeanOverScoreLengthsOfCompleteSeeds) {
   EXPECT_NE(md.find("| arch | d_model | n_layer | seeds | train ≤ | 81 | 201 | 401 | 1001 |"),
             std::string::npos)
       << md;
+}
+
+// gnuplot accepts the heatmap's script: the image exists and the report links it.
+TEST(ChomskyReport, ScoreHeatmapRenders) {
+  if (!have_gnuplot()) GTEST_SKIP() << "gnuplot not installed";
+  std::vector<nlohmann::json> rows;
+  for (auto n : chomsky_score_lengths()) {
+    rows.push_back(row("lstm", 0, n, 1.0));
+    rows.push_back(row("softmax", 0, n, 0.5));
+  }
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("seqlab_chomsky_plot_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto md = chomsky_report(rows, dir.string());
+  ASSERT_TRUE(std::filesystem::exists(dir / "score.svg"));
+  EXPECT_GT(std::filesystem::file_size(dir / "score.svg"), 1000u);
+  EXPECT_NE(md.find("(plots/score.svg)"), std::string::npos) << md;
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ChomskyReport, RowsWithoutTheScoreLengthsSayWhatTheyTested) {

@@ -145,8 +145,8 @@ std::string score_plot(const Scores& s, const std::string& plot_dir) {
                   "over seeds'\nset xtics ({}) rotate by -30\nset ytics ({})\n"
                   "set xrange [-0.5:{}.5]\nset yrange [{}.5:-0.5]\nset cbrange [0:1]\n"
                   "set palette defined (0 'white', 1 '#3b7dd8')\nunset key\n"
-                  "plot 'score.dat' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid "
-                  "palette, 'score.dat' using 1:2:(sprintf('%.2f', $3)) with labels\n",
+                  "plot 'score.dat' using 1:2:(0.5):(0.5):3 with boxxyerror fs solid 1.0 "
+                  "noborder lc palette, 'score.dat' using 1:2:(sprintf('%.2f', $3)) with labels\n",
                   xtics, ytics, s.archs.size() - 1, s.tasks.size() - 1));
   return svg_links(imgs, "score");
 }
