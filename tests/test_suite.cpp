@@ -289,10 +289,10 @@ TEST(Suite, OnlyKeepsMatchingCellsAndWhatTheyWaitOn) {
   EXPECT_THROW(keep_cells(none, "mamba"), seqlab::Error);
   EXPECT_THROW(keep_cells(none, "(unclosed"), seqlab::Error);
   // A real grid: the full separations grid's string-equality slice is its 3 archs x 5 widths x
-  // 2 seeds at each of its 4 lengths.
+  // 3 seeds at each of its 4 lengths.
   auto sep = make_suite("separations", false);
   keep_cells(sep, "^string_equality_");
-  EXPECT_EQ(sep.cells.size(), 4u * 3 * 5 * 2);
+  EXPECT_EQ(sep.cells.size(), 4u * 3 * 5 * 3);
 }
 
 // A slice runs only its cells, but results.jsonl covers every finished cell: rerunning a slice in
