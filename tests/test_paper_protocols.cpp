@@ -3,6 +3,8 @@
 // them; the tables keep n = 40, 100, 200, 500. The hierarchy grid tests to T = 2048.
 #include "seqlab/exp/suites/chomsky.h"
 #include "seqlab/exp/suites/suites.h"
+#include "seqlab/tasks/registry.h"
+#include "seqlab/tasks/seq2seq.h"
 
 #include "seqlab/exp/report.h"
 
@@ -45,14 +47,49 @@ TEST(ChomskyReport, LengthsMapBothWays) {
   EXPECT_EQ(n.back(), 500);
 }
 
+TEST(ChomskyReport, TrapezoidWeightsSumToOneAndHalveTheEnds) {
+  const auto w = chomsky_score_weights();
+  ASSERT_EQ(w.size(), chomsky_score_lengths().size());
+  double sum = 0;
+  for (double x : w) sum += x;
+  EXPECT_NEAR(sum, 1.0, 1e-12);
+  EXPECT_NEAR(w.front(), 9.5 / 459, 1e-12);  // 41 -> 60: half of 19
+  EXPECT_NEAR(w[1], 19.5 / 459, 1e-12);      // 60: half of 19 + half of 20
+  EXPECT_NEAR(w[2], 20.0 / 459, 1e-12);
+  EXPECT_NEAR(w.back(), 10.0 / 459, 1e-12);
+}
+
+// Each task's table entry agrees with the task itself: its shortest stream and, for the seq2seq
+// tasks, the input length the task reads from a stream length.
+TEST(ChomskyReport, TaskTableMatchesTheTasks) {
+  for (const auto& t : chomsky_tasks()) {
+    SCOPED_TRACE(t.task);
+    TaskConfig cfg;
+    cfg.task = t.task;
+    const auto task = make_task(cfg);
+    EXPECT_EQ(task->min_length(), t.stream_length(t.min_n));
+    const auto* s2s = dynamic_cast<const Seq2SeqTask*>(task.get());
+    if (!s2s) continue;
+    for (int64_t n : {int64_t{41}, int64_t{99}, int64_t{499}}) {
+      EXPECT_EQ(s2s->stream_length(n), t.stream_length(n)) << n;
+      EXPECT_EQ(s2s->input_length(t.stream_length(n)), n) << n;
+    }
+    // Odd-length expressions only: an even n is tested as n - 1 (chomsky.h says so).
+    const int64_t even = t.task == "modular_arithmetic" ? 99 : 100;
+    EXPECT_EQ(s2s->input_length(t.stream_length(100)), even);
+  }
+}
+
 TEST(ChomskyReport, ScoreIsTheMeanOverScoreLengthsOfCompleteSeeds) {
   std::vector<nlohmann::json> rows;
   const auto lengths = chomsky_score_lengths();
   for (uint64_t s = 0; s < 3; ++s) {
     rows.push_back(row("lstm", s, 40, 1.0));  // in range: not part of the score
     for (size_t i = 0; i < lengths.size(); ++i) {
-      // lstm: 1.0 on the first half of the lengths, 0.5 on the rest (score 0.75), every seed.
-      rows.push_back(row("lstm", s, lengths[i], i < lengths.size() / 2 ? 1.0 : 0.5));
+      // lstm: linear in n from 0.5 at n = 41 to 1.0 at 500, every seed. The trapezoid weights
+      // are exact for a linear function: the mean over n = 41..500 is 0.75.
+      const double n = static_cast<double>(lengths[i]);
+      rows.push_back(row("lstm", s, lengths[i], 0.5 + 0.5 * (n - 41) / 459));
       rows.push_back(row("softmax", s, lengths[i], 0.5 + 0.01 * static_cast<double>(s)));
     }
   }
@@ -121,6 +158,7 @@ TEST(HierarchySuite, FullGridTestsTo2048AndQuickDoesNot) {
     EXPECT_EQ(L[L.size() - 2], 1024);
     EXPECT_EQ(L[L.size() - 1], 2048);
     EXPECT_EQ(c["eval_sizes"].size(), L.size());
+    EXPECT_EQ(c["eval_sizes"][L.size() - 2], 128);
     EXPECT_EQ(c["eval_sizes"][L.size() - 1], 128);
     EXPECT_EQ(c["eval_sizes"][0], 512);
     EXPECT_GE(c["model"]["max_context"].get<int64_t>(), 2048);

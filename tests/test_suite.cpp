@@ -148,6 +148,7 @@ TEST(Suite, BlindAccuracyIsAddedFromTheCellsTestSets) {
                 grid_train(10, 16, 3e-3, 2), {81, 201}, 64)};
   cells.push_back(make_cell("anbn_lstm", grid_model("lstm", 8, 1, 42), grid_task("anbn", 4, 42),
                             grid_train(10, 16, 3e-3, 2), {42}, 64));
+  cells[1]["eval_sizes"] = {64, 32};  // bs_t2r is scored on 32 sequences at 201
   nlohmann::json lm = cells[0];
   lm["id"] = "an_lm_cell";
   lm["kind"] = "lm_train";
@@ -165,7 +166,10 @@ TEST(Suite, BlindAccuracyIsAddedFromTheCellsTestSets) {
   EXPECT_EQ(rows[0]["blind_accuracy"].get<double>(), b81);
   EXPECT_EQ(rows[1]["blind_accuracy"].get<double>(), 0.123);
   EXPECT_EQ(rows[2]["blind_accuracy"].get<double>(), b81);  // same test set, other architecture
-  EXPECT_EQ(rows[3]["blind_accuracy"].get<double>(), b201);
+  // The baseline of a length with its own eval size is measured on that many sequences.
+  const double b201_32 = evaluate_blind(*task, 201, 32, 16, 2).accuracy;
+  EXPECT_NE(b201_32, b201);
+  EXPECT_EQ(rows[3]["blind_accuracy"].get<double>(), b201_32);
   EXPECT_GT(b201, b81);                              // bucket_sort's blind score rises with length
   EXPECT_FALSE(rows[4].contains("blind_accuracy"));  // lm cells have no such baseline
   EXPECT_FALSE(rows[6].contains("blind_accuracy"));  // nor has anbn (one string per length)

@@ -7,6 +7,7 @@
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,7 +41,12 @@ int64_t add_blind_accuracy(const std::vector<nlohmann::json>& cells,
       auto tc = c.task;
       if (row.contains("task")) tc.task = r.task;
       const auto& trc = c.train;
-      const int64_t n = c.eval_size, L = r.test_length;
+      // The same number of sequences the model was scored on at this length (eval_sizes).
+      const int64_t L = r.test_length;
+      const auto at = std::find(c.test_lengths.begin(), c.test_lengths.end(), L);
+      const int64_t n = at == c.test_lengths.end()
+                            ? c.eval_size
+                            : c.eval_size_at(static_cast<size_t>(at - c.test_lengths.begin()));
       Key k{tc.to_json().dump(), L, n, trc.batch, trc.seed};
       auto hit = done.find(k);
       if (hit == done.end()) {

@@ -35,6 +35,23 @@ std::vector<int64_t> chomsky_score_lengths() {
   return n;
 }
 
+std::vector<double> chomsky_score_weights() {
+  const auto n = chomsky_score_lengths();
+  std::vector<double> w(n.size(), 0.0);
+  for (size_t i = 0; i + 1 < n.size(); ++i) {
+    const double half = static_cast<double>(n[i + 1] - n[i]) / 2;
+    w[i] += half;
+    w[i + 1] += half;
+  }
+  const double total = static_cast<double>(n.back() - n.front());
+  for (auto& x : w) x /= total;
+  return w;
+}
+
+bool chomsky_table_length(int64_t n) {
+  return n == 40 || n == 100 || n == 200 || n == 500;
+}
+
 SuiteSpec chomsky_suite(bool quick) {
   SuiteSpec s;
   s.name = "chomsky";
@@ -69,7 +86,7 @@ SuiteSpec chomsky_suite(bool quick) {
     std::vector<int64_t> test, sizes;
     for (auto n : test_n) {
       test.push_back(t.stream_length(n));
-      sizes.push_back(n == 40 || n == 100 || n == 200 || n == 500 ? 512 : 128);
+      sizes.push_back(chomsky_table_length(n) ? 512 : 128);
     }
     for (const auto& arch : archs)
       for (auto seed : seeds) {

@@ -13,6 +13,7 @@
 namespace seqlab {
 
 // One task of the grid: its stream length is T = scale * n + offset for input length n.
+// (modular_arithmetic draws odd-length expressions only: at an even n it tests n - 1.)
 struct ChomskyTask {
   std::string task;
   std::string tier;  // "R" (regular), "DCF" (deterministic context-free), "CS"
@@ -29,6 +30,12 @@ const std::vector<ChomskyTask>& chomsky_tasks();
 // 20th length from 60 to 500. The score of a cell is the mean over these of its accuracy.
 constexpr int64_t kChomskyTrainN = 40, kChomskyScoreMaxN = 500;
 std::vector<int64_t> chomsky_score_lengths();
+// Each score length's weight (summing to 1): the trapezoid rule over n, so that the sampled
+// lengths estimate the plain mean over every n from 41 to 500 (an end stands for half an interval).
+std::vector<double> chomsky_score_weights();
+// The input lengths the accuracy tables show (every grid has tested them; the full grid gives
+// them 512 test sequences).
+bool chomsky_table_length(int64_t n);
 
 // The report: the paper's score (best seed, and mean over seeds with its interval) when the rows
 // test every score length, then the accuracy tables at n = 40, 100, 200 and 500 and the plots of

@@ -32,45 +32,57 @@ std::optional<int64_t> row_n(const nlohmann::json& r) {
   return t ? t->input_length(r["test_length"].get<int64_t>()) : std::nullopt;
 }
 
-// Per (task, arch): each seed's accuracy (and input-blind accuracy) at each score length.
-struct Cell {
-  std::map<uint64_t, std::map<int64_t, double>> acc, blind;
-};
+using BySeed = std::map<uint64_t, std::map<int64_t, double>>;  // seed -> n -> accuracy
 
 struct Scores {
   std::vector<std::string> tasks, archs;  // in the order the rows name them
-  std::map<std::pair<std::string, std::string>, Cell> cells;
-  std::set<int64_t> tested_n;  // every n the rows test, for the note when nothing is scored
+  // (task, arch) -> each seed's accuracy at each score length. An arch that ran in more than one
+  // configuration (width, depth, training length) gets one column per configuration.
+  std::map<std::pair<std::string, std::string>, BySeed> cells;
+  std::map<std::string, BySeed> blind;  // task -> the input-blind guess; a seed's test set is
+                                        // shared by every architecture, so it counts once
+  std::set<int64_t> tested_n;           // every n the rows test, for the note when none is scored
 };
+
+std::string config_of(const nlohmann::json& r) {
+  return fmt::format("d{} L{} train<={}", r.value("d_model", int64_t{0}),
+                     r.value("n_layer", int64_t{0}), r.value("train_length", int64_t{0}));
+}
 
 Scores collect(const std::vector<nlohmann::json>& rows) {
   Scores s;
   const auto want = chomsky_score_lengths();
+  std::map<std::string, std::set<std::string>> configs;  // arch -> its configurations
+  for (const auto& r : rows)
+    if (row_n(r)) configs[r.value("arch", std::string())].insert(config_of(r));
   for (const auto& r : rows) {
     const auto n = row_n(r);
     if (!n) continue;
     s.tested_n.insert(*n);
     if (std::find(want.begin(), want.end(), *n) == want.end()) continue;
-    const auto task = r["task"].get<std::string>(), arch = r.value("arch", std::string());
+    const auto task = r["task"].get<std::string>();
+    auto arch = r.value("arch", std::string());
+    if (configs[arch].size() > 1) arch += " " + config_of(r);
     if (std::find(s.tasks.begin(), s.tasks.end(), task) == s.tasks.end()) s.tasks.push_back(task);
     if (std::find(s.archs.begin(), s.archs.end(), arch) == s.archs.end()) s.archs.push_back(arch);
     const auto seed = r.value("seed", uint64_t{0});
-    auto& c = s.cells[{task, arch}];
-    c.acc[seed][*n] = r.value("accuracy", 0.0);
-    if (r.contains("blind_accuracy")) c.blind[seed][*n] = r["blind_accuracy"].get<double>();
+    s.cells[{task, arch}][seed][*n] = r.value("accuracy", 0.0);
+    if (r.contains("blind_accuracy")) s.blind[task][seed][*n] = r["blind_accuracy"].get<double>();
   }
   return s;
 }
 
-// The mean over the score lengths of each seed that tested all of them.
-std::vector<double> seed_scores(const std::map<uint64_t, std::map<int64_t, double>>& by_seed) {
+// The weighted mean over the score lengths (chomsky_score_weights) of each seed that tested all
+// of them.
+std::vector<double> seed_scores(const BySeed& by_seed) {
   const auto want = chomsky_score_lengths();
+  const auto w = chomsky_score_weights();
   std::vector<double> out;
   for (const auto& [seed, acc] : by_seed) {
     if (acc.size() != want.size()) continue;
     double sum = 0;
-    for (const auto& [n, a] : acc) sum += a;
-    out.push_back(sum / static_cast<double>(acc.size()));
+    for (size_t i = 0; i < want.size(); ++i) sum += w[i] * acc.at(want[i]);
+    out.push_back(sum);
   }
   return out;
 }
@@ -91,13 +103,11 @@ std::string score_tables(const Scores& s) {
   std::string mean = best, diffs;
   for (const auto& task : s.tasks) {
     std::vector<std::string> rb = {task, find_task(task)->tier}, rm = rb;
-    std::vector<double> blind;
+    const auto blind = s.blind.count(task) ? seed_scores(s.blind.at(task)) : std::vector<double>{};
     std::vector<std::pair<std::string, std::vector<double>>> samples;
     for (const auto& arch : s.archs) {
       auto it = s.cells.find({task, arch});
-      const auto v = it == s.cells.end() ? std::vector<double>{} : seed_scores(it->second.acc);
-      if (it != s.cells.end())
-        for (double b : seed_scores(it->second.blind)) blind.push_back(b);
+      const auto v = it == s.cells.end() ? std::vector<double>{} : seed_scores(it->second);
       if (v.empty()) {
         rb.emplace_back();
         rm.emplace_back();
@@ -134,7 +144,7 @@ std::string score_plot(const Scores& s, const std::string& plot_dir) {
     for (size_t x = 0; x < s.archs.size(); ++x) {
       auto it = s.cells.find({s.tasks[y], s.archs[x]});
       if (it == s.cells.end()) continue;
-      const auto v = seed_scores(it->second.acc);
+      const auto v = seed_scores(it->second);
       if (!v.empty()) data += fmt::format("{} {} {:.4f}\n", x, y, sample_stats(v).mean);
     }
   }
@@ -155,14 +165,17 @@ std::string score_section(const std::vector<nlohmann::json>& rows, const std::st
   const auto s = collect(rows);
   const auto want = chomsky_score_lengths();
   std::string md = fmt::format(
-      "## Deletang et al.'s score\n\nThe paper's measure: per-token accuracy on the output "
-      "positions, averaged over test input lengths n = {}–{}; here over n = 41 and every 20th n "
-      "from 60 to {} ({} lengths, 128 test sequences each, 512 at n = 100, 200, 500). A seed "
-      "is scored only when it tested all of them. The paper gives the best of 10 seeds × 3 "
-      "learning rates at 10⁶ steps.\n\n",
+      "## Deletang et al.'s score\n\nThe paper's measure: per-token accuracy on the scored "
+      "positions, averaged over test input lengths n = {}–{}. The full grid samples n = 41 and "
+      "every 20th n from 60 to {} ({} lengths, 128 test sequences each, 512 at n = 100, 200, "
+      "500) and weights them by the trapezoid rule over n, which estimates the plain mean over "
+      "every n. A seed is scored only when it tested all of them. Parity scores every prefix "
+      "(the paper: the final output only), so its score includes in-range prefixes; "
+      "modular_arithmetic has odd-length expressions only and tests n − 1 at an even n. The "
+      "paper gives the best of 10 seeds × 3 learning rates at 10⁶ steps.\n\n",
       kChomskyTrainN + 1, kChomskyScoreMaxN, kChomskyScoreMaxN, want.size());
   bool any = false;
-  for (const auto& [key, c] : s.cells) any |= !seed_scores(c.acc).empty();
+  for (const auto& [key, c] : s.cells) any |= !seed_scores(c).empty();
   if (!any)
     return md + fmt::format(
                     "Not computed: no cell tested every one of these lengths (the rows test n "
@@ -180,7 +193,7 @@ std::string chomsky_report(const std::vector<nlohmann::json>& rows, const std::s
   std::vector<nlohmann::json> shown;
   for (const auto& r : rows) {
     const auto n = row_n(r);
-    if (!n || *n == 40 || *n == 100 || *n == 200 || *n == 500) shown.push_back(r);
+    if (!n || chomsky_table_length(*n)) shown.push_back(r);
   }
   std::string md = score_section(rows, plot_dir);
   md += "## Results\n\n" + report_tables(shown);
