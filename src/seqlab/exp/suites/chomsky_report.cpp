@@ -34,44 +34,6 @@ std::optional<int64_t> row_n(const nlohmann::json& r) {
 
 using BySeed = std::map<uint64_t, std::map<int64_t, double>>;  // seed -> n -> accuracy
 
-struct Scores {
-  std::vector<std::string> tasks, archs;  // in the order the rows name them
-  // (task, arch) -> each seed's accuracy at each score length. An arch that ran in more than one
-  // configuration (width, depth, training length) gets one column per configuration.
-  std::map<std::pair<std::string, std::string>, BySeed> cells;
-  std::map<std::string, BySeed> blind;  // task -> the input-blind guess; a seed's test set is
-                                        // shared by every architecture, so it counts once
-  std::set<int64_t> tested_n;           // every n the rows test, for the note when none is scored
-};
-
-std::string config_of(const nlohmann::json& r) {
-  return fmt::format("d{} L{} train<={}", r.value("d_model", int64_t{0}),
-                     r.value("n_layer", int64_t{0}), r.value("train_length", int64_t{0}));
-}
-
-Scores collect(const std::vector<nlohmann::json>& rows) {
-  Scores s;
-  const auto want = chomsky_score_lengths();
-  std::map<std::string, std::set<std::string>> configs;  // arch -> its configurations
-  for (const auto& r : rows)
-    if (row_n(r)) configs[r.value("arch", std::string())].insert(config_of(r));
-  for (const auto& r : rows) {
-    const auto n = row_n(r);
-    if (!n) continue;
-    s.tested_n.insert(*n);
-    if (std::find(want.begin(), want.end(), *n) == want.end()) continue;
-    const auto task = r["task"].get<std::string>();
-    auto arch = r.value("arch", std::string());
-    if (configs[arch].size() > 1) arch += " " + config_of(r);
-    if (std::find(s.tasks.begin(), s.tasks.end(), task) == s.tasks.end()) s.tasks.push_back(task);
-    if (std::find(s.archs.begin(), s.archs.end(), arch) == s.archs.end()) s.archs.push_back(arch);
-    const auto seed = r.value("seed", uint64_t{0});
-    s.cells[{task, arch}][seed][*n] = r.value("accuracy", 0.0);
-    if (r.contains("blind_accuracy")) s.blind[task][seed][*n] = r["blind_accuracy"].get<double>();
-  }
-  return s;
-}
-
 // The weighted mean over the score lengths (chomsky_score_weights) of each seed that tested all
 // of them.
 std::vector<double> seed_scores(const BySeed& by_seed) {
@@ -87,9 +49,46 @@ std::vector<double> seed_scores(const BySeed& by_seed) {
   return out;
 }
 
-std::string tested_list(const std::set<int64_t>& ns) {
-  std::string s;
-  for (auto n : ns) s += (s.empty() ? "" : ", ") + std::to_string(n);
+struct Scores {
+  std::vector<std::string> tasks, archs;  // in the order the rows name them
+  // (task, arch) -> one score per complete seed (none: the cell is absent). An arch that ran in
+  // more than one configuration (width, depth, training length) gets one column per configuration.
+  std::map<std::pair<std::string, std::string>, std::vector<double>> cells;
+  // task -> the input-blind guess's score per seed; a seed's test set is shared by every
+  // architecture, so it counts once.
+  std::map<std::string, std::vector<double>> blind;
+  std::set<int64_t> tested_n;  // every n the rows test, for the note when none is scored
+};
+
+std::string config_of(const nlohmann::json& r) {
+  return fmt::format("d{} L{} train<={}", r.value("d_model", int64_t{0}),
+                     r.value("n_layer", int64_t{0}), r.value("train_length", int64_t{0}));
+}
+
+Scores collect(const std::vector<nlohmann::json>& rows) {
+  Scores s;
+  const auto want = chomsky_score_lengths();
+  std::map<std::pair<std::string, std::string>, BySeed> acc;
+  std::map<std::string, BySeed> blind;
+  std::map<std::string, std::set<std::string>> configs;  // arch -> its configurations
+  for (const auto& r : rows)
+    if (row_n(r)) configs[r.value("arch", std::string())].insert(config_of(r));
+  for (const auto& r : rows) {
+    const auto n = row_n(r);
+    if (!n) continue;
+    s.tested_n.insert(*n);
+    if (std::find(want.begin(), want.end(), *n) == want.end()) continue;
+    const auto task = r["task"].get<std::string>();
+    auto arch = r.value("arch", std::string());
+    if (configs[arch].size() > 1) arch += " " + config_of(r);
+    if (std::find(s.tasks.begin(), s.tasks.end(), task) == s.tasks.end()) s.tasks.push_back(task);
+    if (std::find(s.archs.begin(), s.archs.end(), arch) == s.archs.end()) s.archs.push_back(arch);
+    const auto seed = r.value("seed", uint64_t{0});
+    acc[{task, arch}][seed][*n] = r.value("accuracy", 0.0);
+    if (r.contains("blind_accuracy")) blind[task][seed][*n] = r["blind_accuracy"].get<double>();
+  }
+  for (const auto& [key, by_seed] : acc) s.cells[key] = seed_scores(by_seed);
+  for (const auto& [task, by_seed] : blind) s.blind[task] = seed_scores(by_seed);
   return s;
 }
 
@@ -103,11 +102,11 @@ std::string score_tables(const Scores& s) {
   std::string mean = best, diffs;
   for (const auto& task : s.tasks) {
     std::vector<std::string> rb = {task, find_task(task)->tier}, rm = rb;
-    const auto blind = s.blind.count(task) ? seed_scores(s.blind.at(task)) : std::vector<double>{};
+    const auto blind = s.blind.count(task) ? s.blind.at(task) : std::vector<double>{};
     std::vector<std::pair<std::string, std::vector<double>>> samples;
     for (const auto& arch : s.archs) {
       auto it = s.cells.find({task, arch});
-      const auto v = it == s.cells.end() ? std::vector<double>{} : seed_scores(it->second);
+      const auto v = it == s.cells.end() ? std::vector<double>{} : it->second;
       if (v.empty()) {
         rb.emplace_back();
         rm.emplace_back();
@@ -143,9 +142,8 @@ std::string score_plot(const Scores& s, const std::string& plot_dir) {
     ytics += fmt::format("{}'{}' {}", y ? ", " : "", s.tasks[y], y);
     for (size_t x = 0; x < s.archs.size(); ++x) {
       auto it = s.cells.find({s.tasks[y], s.archs[x]});
-      if (it == s.cells.end()) continue;
-      const auto v = seed_scores(it->second);
-      if (!v.empty()) data += fmt::format("{} {} {:.4f}\n", x, y, sample_stats(v).mean);
+      if (it != s.cells.end() && !it->second.empty())
+        data += fmt::format("{} {} {:.4f}\n", x, y, sample_stats(it->second).mean);
     }
   }
   write_file_atomic((std::filesystem::path(plot_dir) / "score.dat").string(), data);
@@ -175,12 +173,12 @@ std::string score_section(const std::vector<nlohmann::json>& rows, const std::st
       "paper gives the best of 10 seeds × 3 learning rates at 10⁶ steps.\n\n",
       kChomskyTrainN + 1, kChomskyScoreMaxN, kChomskyScoreMaxN, want.size());
   bool any = false;
-  for (const auto& [key, c] : s.cells) any |= !seed_scores(c).empty();
+  for (const auto& [key, v] : s.cells) any |= !v.empty();
   if (!any)
     return md + fmt::format(
                     "Not computed: no cell tested every one of these lengths (the rows test n "
                     "= {}).\n\n",
-                    tested_list(s.tested_n));
+                    fmt::join(s.tested_n, ", "));
   md += score_tables(s);
   if (!plot_dir.empty()) md += score_plot(s, plot_dir);
   return md + "\n";

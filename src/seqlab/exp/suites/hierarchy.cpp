@@ -15,8 +15,7 @@ SuiteSpec hierarchy_suite(bool quick) {
   s.description =
       "Counting languages (l5, a^n b^n Σ*, a^n b^n, a^n b^n c^n) for LSTM / GRU / QRNN / Elman, "
       "trained on short strings and tested on longer ones, plus saturation. Full grids since "
-      "2026-12-06 also test at T = 1024 and 2048, the lengths of Merrill et al.'s tests (128 "
-      "sequences there, 512 at the others).";
+      "2026-12-06 also test at T = 1024 and 2048 (128 sequences there, 512 at the others).";
   s.claims =
       "- Merrill et al. (2020), Thm. / Table 1: saturated LSTMs are counter machines and can "
       "recognise L5-style counting languages and a^n b^n Σ*; saturated GRUs, QRNNs and Elman RNNs "
@@ -49,8 +48,9 @@ SuiteSpec hierarchy_suite(bool quick) {
     if (!quick) test.insert(test.end(), {1024, 2048});
     return test;
   };
-  const auto finish = [&](nlohmann::json cell, size_t n_test) {
+  const auto finish = [&](nlohmann::json cell) {
     if (!quick) {
+      const size_t n_test = cell["test_lengths"].size();
       std::vector<int64_t> sizes(n_test, 512);
       sizes[n_test - 2] = sizes[n_test - 1] = 128;
       cell["eval_sizes"] = sizes;
@@ -62,22 +62,20 @@ SuiteSpec hierarchy_suite(bool quick) {
     for (const auto& arch : archs)
       for (auto seed : seeds) {
         const std::string id = fmt::format("{}_{}_d{}_s{}", t.task, arch, width, seed);
-        const auto test = lengths(t.test);
-        auto cell = make_cell(
-            id, grid_model(arch, width, 1, context), grid_task(t.task, t.min_len, t.max_len),
-            grid_train(steps, 32, 3e-3, seed), test, quick ? 128 : 512, {{"width", width}});
+        auto cell =
+            make_cell(id, grid_model(arch, width, 1, context),
+                      grid_task(t.task, t.min_len, t.max_len), grid_train(steps, 32, 3e-3, seed),
+                      lengths(t.test), quick ? 128 : 512, {{"width", width}});
         if (t.saturate) cell["saturation"] = std::vector<double>{2, 8, 32};
-        s.cells.push_back(finish(cell, test.size()));
+        s.cells.push_back(finish(cell));
       }
   // Stacking: a 2-layer QRNN beside the 1-layer one (Merrill et al. Sec. 6).
-  const auto qrnn2_test = lengths({64, 128, 256});
   for (const auto& task : {"anbn_prefix"})
     for (auto seed : seeds)
-      s.cells.push_back(finish(make_cell(fmt::format("{}_qrnn2_d{}_s{}", task, width, seed),
-                                         grid_model("qrnn", width, 2, context),
-                                         grid_task(task, 2, 64), grid_train(steps, 32, 3e-3, seed),
-                                         qrnn2_test, quick ? 128 : 512, {{"width", width}}),
-                               qrnn2_test.size()));
+      s.cells.push_back(finish(make_cell(
+          fmt::format("{}_qrnn2_d{}_s{}", task, width, seed), grid_model("qrnn", width, 2, context),
+          grid_task(task, 2, 64), grid_train(steps, 32, 3e-3, seed), lengths({64, 128, 256}),
+          quick ? 128 : 512, {{"width", width}})));
   return s;
 }
 
