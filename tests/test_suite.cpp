@@ -5,6 +5,7 @@
 #include "seqlab/exp/cell.h"
 #include "seqlab/exp/cells/attention_shape.h"
 #include "seqlab/exp/cells/defsent.h"
+#include "seqlab/exp/cells/kinds.h"
 #include "seqlab/exp/grid.h"
 #include "seqlab/model/adapters.h"
 #include "seqlab/methods/objectives.h"
@@ -114,6 +115,7 @@ TEST(Suite, EveryGridIsValid) {
           expect_valid_lm_cell(c);
           continue;
         }
+        EXPECT_NO_THROW(cell_kind_of(c).check(c)) << id;  // the plain cell's own check
         auto mc = ModelConfig::from_json(c.at("model"), id);
         auto tc = TaskConfig::from_json(c.at("task"), id);
         auto task = make_task(tc);

@@ -44,16 +44,18 @@ int64_t add_blind_accuracy(const std::vector<nlohmann::json>& cells,
       // The same number of sequences the model was scored on at this length (eval_sizes).
       const int64_t L = r.test_length;
       const auto at = std::find(c.test_lengths.begin(), c.test_lengths.end(), L);
-      const int64_t n = at == c.test_lengths.end()
+      // A validation row's stream is another seed's, and has valid_size sequences.
+      const int64_t n = r.is_valid() ? c.valid_size
+                        : at == c.test_lengths.end()
                             ? c.eval_size
                             : c.eval_size_at(static_cast<size_t>(at - c.test_lengths.begin()));
-      Key k{tc.to_json().dump(), L, n, trc.batch, trc.seed};
+      const uint64_t seed = r.is_valid() ? plain_valid_seed(trc.seed) : trc.seed;
+      Key k{tc.to_json().dump(), L, n, trc.batch, seed};
       auto hit = done.find(k);
       if (hit == done.end()) {
         auto task = make_task(tc);
         std::optional<double> v;
-        if (task->has_blind_baseline())
-          v = evaluate_blind(*task, L, n, trc.batch, trc.seed).accuracy;
+        if (task->has_blind_baseline()) v = evaluate_blind(*task, L, n, trc.batch, seed).accuracy;
         hit = done.emplace(k, v).first;
       }
       if (!hit->second) continue;

@@ -21,7 +21,8 @@ nlohmann::json run_cell(const nlohmann::json& cell, const std::string& run_dir);
 
 // Sets "blind_accuracy" on every row of a plain cell (one without "kind") that lacks it: the
 // accuracy of the input-blind predictor (train/evaluate.h, evaluate_blind) on exactly the test
-// sequences the row's model was scored on, from the cell's task, eval_size, batch and seed. No
+// sequences the row's model was scored on, from the cell's task, eval_size, batch and seed (a
+// validation row's: valid_size and the validation stream, exp/cells/plain.h). No
 // model is needed, so a report can add it to rows that were measured before it existed. Test
 // sets shared by several rows (every architecture of one task, length and seed) are measured
 // once. Returns the number of rows it set; rows of a task without such a baseline

@@ -45,7 +45,10 @@ using Key = std::tuple<std::string, std::string, int64_t, int64_t, double, int64
 std::vector<PlainRow> plain_rows(const std::vector<nlohmann::json>& rows) {
   std::vector<PlainRow> out;
   out.reserve(rows.size());
-  for (const auto& r : rows) out.push_back(PlainRow::from_json(r));
+  for (const auto& r : rows) {
+    auto p = PlainRow::from_json(r);
+    if (!p.is_valid()) out.push_back(std::move(p));  // validation rows choose, never report
+  }
   return out;
 }
 

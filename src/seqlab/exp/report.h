@@ -7,6 +7,7 @@
 // <kind>_right, e.g. dyck_bounded's members and three kinds of negatives), the accuracy per kind.
 // Plots (gnuplot, SVG and PNG): accuracy against test length per architecture, one per task; and
 // for the spec's heatmap tasks, accuracy over width × test length, one per architecture.
+// Validation rows (split "valid", exp/cells/plain.h) are left out of both: they choose settings.
 #pragma once
 
 #include "seqlab/exp/stats.h"  // SampleStats, the intervals: every report uses them

@@ -3,9 +3,9 @@
 #include "seqlab/core/error.h"
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/exp/cells/lm.h"
+#include "seqlab/exp/cells/state_bytes.h"
 #include "seqlab/infer/fast_model.h"
 #include "seqlab/mixers/registry.h"
-#include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/model/model_dir.h"
 
 #include <algorithm>
@@ -18,24 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int64_t state_bytes(const ModelState& s) {
-  int64_t n = 0;
-  for (const auto& layer : s.layers) {
-    if (auto* kv = dynamic_cast<SoftmaxAttentionState*>(layer.get())) {
-      // The filled part of the preallocated cache.
-      const int64_t len = kv->len.item<int64_t>();
-      n += 2 * kv->k.numel() / kv->k.size(2) * len * kv->k.element_size();
-      continue;
-    }
-    auto clone = layer->clone();
-    clone->for_each(
-        [&](const std::string&, torch::Tensor& t) { n += t.numel() * t.element_size(); });
-  }
-  return n;
-}
-
 // The fast decoder's state in use after `context` tokens: a softmax model's KV cache counts its
-// filled part, as state_bytes() does for the LibTorch form.
+// filled part, as model_state_bytes() does for the LibTorch form.
 int64_t fast_state_bytes(const infer::FastModel& fm, const infer::DecoderState& s,
                          int64_t context) {
   const auto& mc = fm.config().mixer;
@@ -83,7 +67,7 @@ void bench_engine(const std::string& id, const std::string& label, const std::st
       r.context = C;
       r.window = W;
       r.tokens_per_s = W / s;
-      r.state_bytes = fast ? fast_state_bytes(*fm, fstate, C) : state_bytes(state);
+      r.state_bytes = fast ? fast_state_bytes(*fm, fstate, C) : model_state_bytes(state);
       rows.push_back(r.to_json());
       ++next;
     }

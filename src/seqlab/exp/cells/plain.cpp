@@ -1,13 +1,18 @@
 #include "seqlab/exp/cells/plain.h"
 
+#include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
 #include "seqlab/core/log.h"
+#include "seqlab/core/rng.h"
 #include "seqlab/exp/cells/kinds.h"
+#include "seqlab/exp/cells/state_bytes.h"
 #include "seqlab/mixers/registry.h"
 #include "seqlab/model/model_dir.h"
 #include "seqlab/tasks/registry.h"
 #include "seqlab/train/evaluate.h"
 
+#include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <utility>
 
@@ -35,6 +40,43 @@ PlainRow PlainRow::from_json(const nlohmann::json& j) {
   return r;
 }
 
+uint64_t plain_valid_seed(uint64_t seed) {
+  return mix_seed(seed, 0x7A11D5EEDULL);
+}
+
+double lr_from_cells(const std::vector<std::string>& ids, const std::string& suite_dir) {
+  namespace fs = std::filesystem;
+  SEQLAB_CHECK(!ids.empty(), "lr_from: no cells to choose a learning rate from");
+  const fs::path cells = fs::path(suite_dir) / "cells";
+  double best = -1, lr = 0;
+  std::string chosen;
+  for (const auto& id : ids) {
+    const auto result = cells / (id + ".result.json");
+    SEQLAB_CHECK(fs::exists(result),
+                 "lr_from: cell {} has not finished ({} is missing); a cell that chooses its "
+                 "learning rate from it must wait for it (\"after\")",
+                 id, result.string());
+    const auto spec = nlohmann::json::parse(read_file((cells / (id + ".json")).string()));
+    double sum = 0;
+    int64_t n = 0;
+    const auto done = nlohmann::json::parse(read_file(result.string()));
+    for (const auto& row : done.at("rows")) {
+      const auto r = PlainRow::from_json(row);
+      if (!r.is_valid()) continue;
+      sum += r.accuracy;
+      n += 1;
+    }
+    SEQLAB_CHECK(n > 0, "lr_from: cell {} has no validation rows (give it a valid_size)", id);
+    if (sum / static_cast<double>(n) > best) {
+      best = sum / static_cast<double>(n);
+      lr = spec.at("train").at("lr").get<double>();
+      chosen = id;
+    }
+  }
+  log_info("learning rate {} from cell {} (mean valid accuracy {:.4f})", lr, chosen, best);
+  return lr;
+}
+
 namespace {
 
 // Multiplies the RNN's gate pre-activations, i.e. the weights and biases of w_ih and w_hh, by
@@ -59,7 +101,7 @@ int64_t scale_recurrence(SeqModelImpl& m, double scale) {
 // The row of one evaluation; `extra` gets the task's metrics, then the cell's tags.
 PlainRow plain_row(const PlainCellConfig& c, const ModelConfig& mc, const TaskConfig& task_cfg,
                    const TrainConfig& train_cfg, const std::string& test_task, int64_t L,
-                   const EvalResult& r, double scale) {
+                   const EvalResult& r, double scale, const char* split) {
   PlainRow row;
   row.task = test_task;
   row.train_task = task_cfg.task;
@@ -78,6 +120,8 @@ PlainRow plain_row(const PlainCellConfig& c, const ModelConfig& mc, const TaskCo
   row.loss = r.loss;
   row.n = r.n;
   row.cell = c.id;
+  row.lr = train_cfg.lr;
+  if (c.valid_size > 0) row.split = split;
   if (scale != 0) row.saturation_scale = scale;
   for (const auto& [k, v] : r.extra) row.extra[k] = v;
   for (auto it = c.tags.begin(); it != c.tags.end(); ++it) row.extra[it.key()] = it.value();
@@ -95,6 +139,12 @@ void check_plain_cell(const nlohmann::json& cell) {
     for (auto n : *c.eval_sizes)
       SEQLAB_CHECK(n >= 1, "cell {}: eval_sizes entries must be >= 1, got {}", c.id, n);
   }
+  SEQLAB_CHECK(c.valid_size >= 0, "cell {}: valid_size must be >= 0, got {}", c.id, c.valid_size);
+  SEQLAB_CHECK(c.state_at >= 0, "cell {}: state_at must be >= 0, got {}", c.id, c.state_at);
+  for (const auto& id : c.lr_from)
+    SEQLAB_CHECK(std::find(c.after.begin(), c.after.end(), id) != c.after.end(),
+                 "cell {}: takes its learning rate from {} without waiting for it (\"after\")",
+                 c.id, id);
 }
 
 }  // namespace
@@ -104,6 +154,9 @@ nlohmann::json run_plain_cell(const nlohmann::json& cell, const std::string& run
   const std::string& id = c.id;
   auto task_cfg = c.task;
   auto train_cfg = c.train;
+  if (!c.lr_from.empty())  // <out>/runs/<id> -> <out>
+    train_cfg.lr = lr_from_cells(
+        c.lr_from, std::filesystem::path(run_dir).parent_path().parent_path().string());
   auto outcome = train_model(c.model, task_cfg, train_cfg, run_dir, /*resume=*/true);
   // Report what actually ran: the configs as the run directory recorded them (resolved minimum
   // length, thread count, seeds).
@@ -124,18 +177,30 @@ nlohmann::json run_plain_cell(const nlohmann::json& cell, const std::string& run
                  task_cfg.task);
     tasks.emplace_back(name, std::move(t));
   }
+  std::optional<int64_t> state;
+  if (c.state_at > 0) {
+    loaded.model->eval();
+    state = state_bytes_after(*loaded.model,
+                              tasks.front().second->sample(1, c.state_at, train_cfg.seed).input);
+  }
 
   nlohmann::json rows = nlohmann::json::array();
-  auto add_rows = [&](double scale) {
+  auto add_rows = [&](double scale, bool valid) {
     for (const auto& [test_task, task] : tasks)
       for (size_t i = 0; i < c.test_lengths.size(); ++i) {
         const auto L = c.test_lengths[i];
-        auto r =
-            evaluate(*loaded.model, *task, L, c.eval_size_at(i), train_cfg.batch, train_cfg.seed);
-        rows.push_back(plain_row(c, mc, task_cfg, train_cfg, test_task, L, r, scale).to_json());
+        auto r = valid ? evaluate(*loaded.model, *task, L, c.valid_size, train_cfg.batch,
+                                  plain_valid_seed(train_cfg.seed))
+                       : evaluate(*loaded.model, *task, L, c.eval_size_at(i), train_cfg.batch,
+                                  train_cfg.seed);
+        auto row =
+            plain_row(c, mc, task_cfg, train_cfg, test_task, L, r, scale, valid ? "valid" : "test");
+        row.state_bytes = state;
+        rows.push_back(row.to_json());
       }
   };
-  add_rows(0);
+  if (c.valid_size > 0) add_rows(0, /*valid=*/true);
+  add_rows(0, false);
   double applied = 1;
   for (double s : c.saturation) {
     SEQLAB_CHECK(s >= 1, "cell {}: saturation scales must be >= 1, got {}", id, s);
@@ -146,7 +211,7 @@ nlohmann::json run_plain_cell(const nlohmann::json& cell, const std::string& run
       break;
     }
     applied = s;
-    add_rows(s);
+    add_rows(s, false);
   }
   return {{"id", id}, {"train_seconds", outcome.seconds}, {"rows", rows}};
 }

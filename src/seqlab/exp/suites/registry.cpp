@@ -13,6 +13,10 @@ const std::vector<SuiteEntry>& suite_registry() {
       {"chomsky", "length generalisation across the Chomsky hierarchy (Deletang+ 2023)",
        chomsky_suite},
       {"recall", "associative recall (MQAR), flip-flop, copying", recall_suite},
+      {"mqar",
+       "MQAR (Zoology): accuracy against key-value pairs 4-64 and state size, learning rate "
+       "swept per cell and chosen on validation, 3 seeds (Arora+ 2023)",
+       mqar_suite},
       {"flipflop",
        "flip-flop error rates on a log scale over 20 seeds: 1-layer LSTM vs Transformer (Liu+ "
        "2023)",

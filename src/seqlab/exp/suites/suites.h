@@ -10,6 +10,7 @@ SuiteSpec hierarchy_suite(bool quick);    // Merrill et al. 2020
 SuiteSpec separations_suite(bool quick);  // Bhattamishra et al. 2024
 SuiteSpec chomsky_suite(bool quick);      // Deletang et al. 2023
 SuiteSpec recall_suite(bool quick);       // Arora et al. 2023, Liu et al. 2023, Jelassi et al. 2024
+SuiteSpec mqar_suite(bool quick);         // Arora et al. 2023 (Zoology), lr swept per cell
 SuiteSpec flipflop_suite(bool quick);     // Liu et al. 2023, error rates over 20 seeds
 SuiteSpec conversion_suite(bool quick);   // Kasai et al. 2021 (T2R), Zhang et al. 2024 (Hedgehog)
 SuiteSpec conversion_full_suite(bool quick);  // the same claims on the shipped teacher, 3 seeds
