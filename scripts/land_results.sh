@@ -9,8 +9,10 @@
 # DEST holds a --quick grid when its name contains "quick" (as check_reports.sh decides).
 # - Rows: every row of RUN_DIR/results.jsonl replaces DEST's rows of the same cell (a rerun of a
 #   cell wins whole, never row by row); then the rows are ordered as the grid lists its cells
-#   (`seqlab suite SUITE --list`), each cell's rows in their own order. A cell the grid does not
-#   list is an error: the rows would belong to another grid (or another --quick).
+#   (`seqlab suite SUITE --list`), each cell's rows in their own order. A run's cell the grid
+#   does not list is an error: the rows would belong to another grid (or another --quick).
+#   DEST's rows of cells the grid no longer lists (a retired configuration) are kept, each right
+#   after the listed cell it followed.
 # - Report: `seqlab suite SUITE --report-only` on the merged rows, dated today (UTC) unless
 #   SOURCE_DATE_EPOCH is set; check_reports.sh reads the date back from its "Generated" line.
 # - Plots: the .svg, .svg.gp and .dat files (no .png: the report links the SVGs). Plots DEST has
@@ -60,12 +62,23 @@ def rows(path):  # (cell, raw line): lines are copied as they are, never re-seri
 
 
 def merge(old, new, key):
-    fresh = {key(r) for r in new}
-    unknown = sorted(c for c in fresh | {key(r) for r in old} if c not in order)
+    unknown = sorted({key(r) for r in new if key(r) not in order})
     if unknown:
         sys.exit(f"land_results: cells not in the grid: {', '.join(unknown[:5])}")
-    kept = [r for r in old if key(r) not in fresh] + new
-    return sorted(kept, key=lambda r: order[key(r)])  # stable: a cell's rows keep their order
+    fresh = {key(r) for r in new}
+    # Sort key (grid index, 0 = listed / 1 = retired, position). A retired cell (in DEST, no longer
+    # in the grid) stays right after the listed cell it followed in DEST.
+    keyed, at = [], -1
+    for i, r in enumerate(old):
+        if key(r) in order:
+            at = order[key(r)]
+        if key(r) not in fresh:
+            keyed.append(((at, key(r) not in order, i), r))
+    keyed += [((order[key(r)], False, len(old) + i), r) for i, r in enumerate(new)]
+    retired = {key(r) for r in old if key(r) not in order}
+    if retired:
+        print(f"land_results: kept {len(retired)} cells the grid no longer lists", file=sys.stderr)
+    return [r for _, r in sorted(keyed, key=lambda kr: kr[0])]
 
 
 new_rows = rows(os.path.join(run, "results.jsonl"))

@@ -3,8 +3,9 @@
 # halves of its rows. docs/results/mqar-quick is split by cell into a "run" (the first two cells,
 # with a cells/ folder carrying train_seconds) and a "committed" directory (the rest, with a stale
 # report and a stray plot); landing the run must give back the committed rows and report byte for
-# byte, write train_seconds.tsv in grid order, and drop the stray plot. A row from a cell the grid
-# does not list must fail and leave the directory untouched.
+# byte, write train_seconds.tsv in grid order, and drop the stray plot. A retired cell's row (in
+# the directory, not in the grid) stays where it was; a run's row from a cell the grid does not
+# list must fail and leave the directory untouched.
 #
 #   tests/e2e/land_results.sh SEQLAB_BINARY
 set -euo pipefail
@@ -41,6 +42,15 @@ done
 want=$(printf 'cell\ttrain_seconds\n%s\t12.3\n%s\t12.3\n%s\t3.0' "${cells[0]}" "${cells[1]}" \
   "${cells[2]}")
 [ "$(grep -v '^#' "$dest/train_seconds.tsv")" = "$want" ] || fail "train_seconds.tsv: $(cat "$dest/train_seconds.tsv")"
+
+# A retired cell (in the directory, no longer in the grid) is kept where it was.
+n0=$(grep -c -e "\"cell\":\"${cells[0]}\"" "$dest/results.jsonl")
+sed -i "${n0}a {\"cell\":\"retired_s0\",\"accuracy\":0.5}" "$dest/results.jsonl"
+mkdir -p "$tmp/empty" && : >"$tmp/empty/results.jsonl"
+bash scripts/land_results.sh --bin "$BIN" mqar "$tmp/empty" "$dest" 2>/dev/null ||
+  fail "landing next to a retired cell exited $?"
+[ "$(sed -n "$((n0 + 1))p" "$dest/results.jsonl")" = '{"cell":"retired_s0","accuracy":0.5}' ] ||
+  fail "the retired cell's row moved"
 
 cp -r "$dest" "$tmp/before"
 echo '{"cell":"not_a_cell_s0","accuracy":1.0}' >>"$run/results.jsonl"
