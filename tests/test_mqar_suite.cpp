@@ -30,14 +30,14 @@ namespace fs = std::filesystem;
 
 TEST(MqarSuite, SeedZeroSweepsTheRatesAndTheOtherSeedsWaitForIt) {
   const auto spec = make_suite("mqar", false);
-  // 4 architectures x 3 widths x 5 pair counts x (3 rates on seed 0 + seeds 1 and 2).
-  ASSERT_EQ(spec.cells.size(), 4u * 3 * 5 * 5);
+  // 4 architectures x 3 widths x 5 pair counts x (4 rates on seed 0 + seeds 1 and 2).
+  ASSERT_EQ(spec.cells.size(), 4u * 3 * 5 * 6);
   std::map<std::string, const nlohmann::json*> by_id;
   for (const auto& c : spec.cells) by_id[c.at("id").get<std::string>()] = &c;
   const auto& s1 = *by_id.at("mqar_P64_mamba_d128_s1");
-  const std::vector<std::string> sweep = {"mqar_P64_mamba_d128_lr3e-04_s0",
-                                          "mqar_P64_mamba_d128_lr1e-03_s0",
-                                          "mqar_P64_mamba_d128_lr3e-03_s0"};
+  const std::vector<std::string> sweep = {
+      "mqar_P64_mamba_d128_lr3e-04_s0", "mqar_P64_mamba_d128_lr1e-03_s0",
+      "mqar_P64_mamba_d128_lr3e-03_s0", "mqar_P64_mamba_d128_lr1e-02_s0"};
   EXPECT_EQ(s1.at("lr_from").get<std::vector<std::string>>(), sweep);
   EXPECT_EQ(s1.at("after").get<std::vector<std::string>>(), sweep);
   EXPECT_EQ(s1.at("test_lengths"), nlohmann::json::parse("[256]"));  // 4P

@@ -6,6 +6,10 @@
 //   tag       a class per position (per-token tagger)
 //   classify  one class per sequence from the pooled final states (mean or last)
 //
+// tag and classify heads (and early exits) may be tied too (--tie-tag-head): class c is scored by
+// token c's embedding row, so the classes must be token ids (0..n_classes-1) and no head weights
+// exist.
+//
 // Like every mixer it has a parallel form (forward) and a recurrent form (step over a ModelState),
 // and they agree: this is what makes a converted Transformer an RNN.
 //
@@ -15,8 +19,8 @@
 //   blocks.{i}.mlp.fc1.{weight [I,D],bias}, blocks.{i}.mlp.fc2.{weight [D,I],bias} (plain MLP,
 //   I = mlp_width()) or blocks.{i}.mlp.{gate,up}.weight [I,D], blocks.{i}.mlp.down.weight [D,I]
 //   (swiglu; biases with mlp_bias), ln_f.{weight,bias} [D], head.{weight,bias} (untied lm: weight
-//   [V,D], no bias; tag/classify: weight [C,D], bias [C]). Norms are LayerNorm (weight, bias) or
-//   RMSNorm (weight only; --norm rms), model/norm.h.
+//   [V,D], no bias; untied tag/classify: weight [C,D], bias [C]; tied heads have none). Norms are
+//   LayerNorm (weight, bias) or RMSNorm (weight only; --norm rms), model/norm.h.
 #pragma once
 
 #include "seqlab/mixers/mixer.h"
@@ -126,7 +130,7 @@ class SeqModelImpl : public torch::nn::Module {
   torch::nn::Embedding wpe{nullptr};  // [max_len,D], learned positions only
   torch::nn::ModuleList blocks{nullptr};
   Norm ln_f{nullptr};
-  torch::nn::Linear head{nullptr};  // null for a tied lm head
+  torch::nn::Linear head{nullptr};  // null for a tied lm, tag or classify head
   Adapters adapters{nullptr};       // LoRA / Tied-LoRA, when attached (model/adapters.h)
   // --deq: one weight-tied equilibrium block (model/deq.h) in place of `blocks` (then empty).
   std::shared_ptr<DeqImpl> deq;

@@ -57,7 +57,8 @@ struct ModelConfig {
     v(n_classes, "n-classes", int64_t{0}, "classes of a tag/classify head (set by the task)");
     v(tie_tag_head, "tie-tag-head", false,
       "tag or classify head (and each early exit's) without its own weights: class c is scored "
-      "by the dot product with token c's embedding row (needs n_classes <= vocab_size)");
+      "by the dot product with token c's embedding row, so the classes must be the token ids "
+      "0..n_classes-1 (needs n_classes <= vocab_size)");
     v(pooling, "pooling", std::string("mean"), "classify head pooling: mean|last");
     deq.visit(v);
     v(exits, "exits", std::string(""),

@@ -25,7 +25,7 @@ MqarGrid mqar_grid(bool quick) {
   return {{"softmax", "elu1", "lstm", "mamba"},
           {32, 64, 128},
           {4, 8, 16, 32, 64},
-          {3e-4, 1e-3, 3e-3},
+          {3e-4, 1e-3, 3e-3, 1e-2},  // within Zoology's log-uniform 1e-4..1e-2 sweep
           {0, 1, 2},
           3000,
           256};
