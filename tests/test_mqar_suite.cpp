@@ -60,11 +60,11 @@ TEST(MqarSuite, SeedZeroSweepsTheRatesAndTheOtherSeedsWaitForIt) {
 }
 
 nlohmann::json row(const std::string& arch, int64_t P, double lr, uint64_t seed, bool sweep,
-                   const char* split, double accuracy) {
+                   const char* split, double accuracy, int64_t width = 64) {
   PlainRow r;
   r.task = r.train_task = "mqar";
   r.arch = r.mixer = arch;
-  r.d_model = 64;
+  r.d_model = width;
   r.n_layer = 2;
   r.seed = seed;
   r.test_length = mqar_length(P);
@@ -73,7 +73,7 @@ nlohmann::json row(const std::string& arch, int64_t P, double lr, uint64_t seed,
   r.split = split;
   r.state_bytes = arch == "lstm" ? 1024 : 65536;
   r.cell = "c";
-  r.extra = {{"pairs", P}, {"width", 64}, {"sweep", sweep}};
+  r.extra = {{"pairs", P}, {"width", width}, {"sweep", sweep}};
   return r.to_json();
 }
 
@@ -111,6 +111,30 @@ TEST(MqarReport, ChoosesTheRateOnValidationAndReportsTestAccuracy) {
   // The generic accuracy tables (other suites' reports) leave validation rows out.
   EXPECT_EQ(report_tables({row("lstm", 8, 1e-3, 0, true, "valid", 0.4)}), report_tables({}));
   EXPECT_NE(report_tables({row("lstm", 8, 1e-3, 0, true, "test", 0.4)}), report_tables({}));
+}
+
+TEST(MqarReport, ComparesEachArchitectureAcrossWidthsAndPairs) {
+  std::vector<nlohmann::json> rows;
+  auto group = [&](int64_t width, int64_t P, std::vector<double> test) {
+    rows.push_back(row("lstm", P, 1e-3, 0, true, "valid", 0.5, width));
+    rows.push_back(row("lstm", P, 1e-3, 0, true, "test", test[0], width));
+    for (uint64_t seed = 1; seed < test.size(); ++seed)
+      rows.push_back(row("lstm", P, 1e-3, seed, false, "test", test[seed], width));
+  };
+  group(32, 4, {0.2, 0.3, 0.4});
+  group(64, 4, {0.5, 0.6, 0.7});
+  group(32, 8, {0.1, 0.1, 0.1});
+  const auto md = mqar_report(rows, "");
+  // Equal sds 0.1, n = 3 each: se 0.0816, df 4, t 2.776: ± 0.227.
+  EXPECT_NE(md.find("- LSTM, P = 4: width 64 − width 32: +0.300 [+0.073, +0.527]"),
+            std::string::npos)
+      << md;
+  // sd 0.1 against 0: se 0.0577, df 2, t 4.303: ± 0.248, so not resolved.
+  EXPECT_NE(md.find("- LSTM, width 32: P = 4 − P = 8: +0.200 [-0.048, +0.448]"), std::string::npos)
+      << md;
+  // Width 64 has no P = 8 cell and P = 8 no width 64 cell: no line for either.
+  EXPECT_EQ(md.find("LSTM, width 64: P ="), std::string::npos) << md;
+  EXPECT_EQ(md.find("LSTM, P = 8: width"), std::string::npos) << md;
 }
 
 // The validation stream is not the test stream, and a cell run through the suite's workers takes

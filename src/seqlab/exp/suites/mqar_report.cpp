@@ -168,6 +168,37 @@ std::string differences(const Grid& g) {
   return md.empty() ? "" : "\n## Differences (test accuracy, Welch 95%)\n" + md;
 }
 
+// Zoology's two trends, each architecture against itself: at a fixed number of pairs, the widest
+// model against the narrowest (a larger state should recall more); at a fixed width, the fewest
+// pairs against the most (recall should fall as the pairs grow).
+std::string trends(const Grid& g) {
+  auto line = [](const std::string& what, const Group* a, const Group* b) {
+    if (!a || !b || a->test().empty() || b->test().empty()) return std::string();
+    return fmt::format("- {}: {}\n", what,
+                       fmt_difference(welch_difference(a->test(), b->test()), 3));
+  };
+  std::string by_width, by_pairs;
+  if (g.widths.size() >= 2)
+    for (auto P : g.pairs)
+      for (const auto& a : g.archs)
+        by_width += line(fmt::format("{}, P = {}: width {} − width {}", arch_label(a), P,
+                                     g.widths.back(), g.widths.front()),
+                         g.find(a, g.widths.back(), P), g.find(a, g.widths.front(), P));
+  if (g.pairs.size() >= 2)
+    for (auto w : g.widths)
+      for (const auto& a : g.archs)
+        by_pairs += line(fmt::format("{}, width {}: P = {} − P = {}", arch_label(a), w,
+                                     g.pairs.front(), g.pairs.back()),
+                         g.find(a, w, g.pairs.front()), g.find(a, w, g.pairs.back()));
+  std::string md;
+  if (!by_width.empty())
+    md += "\n## Against width (test accuracy, widest − narrowest, Welch 95%)\n\n" + by_width;
+  if (!by_pairs.empty())
+    md +=
+        "\n## Against the number of pairs (test accuracy, fewest − most, Welch 95%)\n\n" + by_pairs;
+  return md;
+}
+
 // One series per line: x y sd, for gnuplot's yerrorlines.
 std::string series(const std::vector<std::tuple<double, double, double>>& pts) {
   std::string s;
@@ -263,6 +294,7 @@ std::string mqar_report(const std::vector<nlohmann::json>& rows, const std::stri
       "[95% t interval] over the seeds at that rate.\n\n";
   md += detail_table(g);
   md += differences(g);
+  md += trends(g);
   md += "\n" + seeds_note(count_seeds(rows)) + "\n";
   if (!plot_dir.empty()) {
     const auto body = plots(g, plot_dir);
