@@ -195,7 +195,12 @@ std::string trends(const Grid& g) {
     md += "\n## Against width (test accuracy, widest − narrowest, Welch 95%)\n\n" + by_width;
   if (!by_pairs.empty())
     md +=
-        "\n## Against the number of pairs (test accuracy, fewest − most, Welch 95%)\n\n" + by_pairs;
+        "\n## Against the number of pairs (test accuracy, fewest − most, Welch 95%)\n\n"
+        "A model that knows the context's values but not their keys scores less as the pairs "
+        "grow too (the most frequent of P values is right on E[its count] / P queries; "
+        "docs/results/recall-full/value_guess.py), so a drop is a fall in recall only where the "
+        "fewer pairs score above that guess.\n\n" +
+        by_pairs;
   return md;
 }
 
