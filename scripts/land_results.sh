@@ -17,8 +17,9 @@
 #   SOURCE_DATE_EPOCH is set; check_reports.sh reads the date back from its "Generated" line.
 # - Plots: the .svg, .svg.gp and .dat files (no .png: the report links the SVGs). Plots DEST has
 #   that the new report does not make are removed.
-# - train_seconds.tsv: each cell's `train_seconds` from RUN_DIR/cells/<id>.result.json, merged with
-#   DEST's file the same way, in grid order. Not written for a run without cells/ results.
+# - train_seconds.tsv: each cell's `train_seconds` and `machine` (CPU and OpenBLAS core) from
+#   RUN_DIR/cells/<id>.result.json, merged with DEST's file the same way, in grid order. Not
+#   written for a run without cells/ results.
 #
 # Exit status: 0 when landed, 1 on a failure (nothing in DEST is changed then), 2 on bad usage.
 set -euo pipefail
@@ -32,7 +33,7 @@ BIN=build/seqlab quick=()
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) [ $# -ge 2 ] || usage; BIN=$2; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "land_results: unknown option $1" >&2; usage ;;
     *) break ;;
   esac
@@ -89,22 +90,38 @@ with open(os.path.join(out, "results.jsonl"), "w") as f:
 cells = os.path.join(run, "cells")
 if not os.path.isdir(cells):
     sys.exit(0)
+
+
+def machine(m):  # as MachineFacts::summary() (src/seqlab/core/machine.h); "" for older cells
+    if not m:
+        return ""
+    s = m.get("cpu") or "unknown CPU"
+    if m.get("cpu_family", -1) >= 0:
+        s += f" (family {m['cpu_family']}, model {m.get('cpu_model', -1)})"
+    s += f", {m.get('cores', 0)} cores"
+    return s + (f", OpenBLAS core {m['blas_core']}" if m.get("blas_core") else "")
+
+
 secs = []
 for c in sorted({c for c, _ in new_rows}):
     p = os.path.join(cells, c + ".result.json")
     if os.path.exists(p):
-        secs.append((c, json.load(open(p)).get("train_seconds")))
+        r = json.load(open(p))
+        s = r.get("train_seconds")
+        secs.append((c, "" if s is None else f"{s:.1f}", machine(r.get("machine"))))
 old = []
 tsv = os.path.join(dest, "train_seconds.tsv")
-if os.path.exists(tsv):
+if os.path.exists(tsv):  # files from before the machine column get an empty one
     old = [tuple(l.rstrip("\n").split("\t")) for l in open(tsv) if l[0] != "#"][1:]
-secs = merge(old, [(c, "" if s is None else f"{s:.1f}") for c, s in secs], lambda r: r[0])
+    old = [(r + ("",))[:3] for r in old]
+secs = merge(old, secs, lambda r: r[0])
 with open(os.path.join(out, "train_seconds.tsv"), "w") as f:
     f.write("# Training seconds of each cell: `train_seconds` of its cells/<id>.result.json\n")
-    f.write("# (not committed; from cells/), in results.jsonl order.\n")
-    f.write("cell\ttrain_seconds\n")
-    for c, s in secs:
-        f.write(f"{c}\t{s}\n")
+    f.write("# (not committed; from cells/), in results.jsonl order, and the machine it ran on\n")
+    f.write("# (its `machine`; empty for cells run before it was recorded).\n")
+    f.write("cell\ttrain_seconds\tmachine\n")
+    for r in secs:
+        f.write("\t".join(r) + "\n")
 EOF
 SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(date -u -d "$(date -u +%Y-%m-%d)" +%s)} \
   "$BIN" suite "$suite" "${quick[@]}" --out "$tmp/out" --report-only -q >/dev/null

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace seqlab;
@@ -101,4 +103,49 @@ TEST(Mqar, ImpossibleOptionsThrow) {
   EXPECT_NO_THROW(derived.sample(2, 32, 0));      // 10 pairs
   EXPECT_THROW(derived.sample(2, 33, 0), Error);  // 11 pairs, 10 keys
   EXPECT_THROW(derived.sample(2, 2, 0), Error);
+}
+
+// Exact values from docs/results/recall-full/value_guess.py's sum over partitions (fractions), and
+// P = 2, V = 2 by hand: both values equal with probability 1/2, so (1/2 * 2 + 1/2 * 1) / 2.
+TEST(MqarValueGuess, MatchesTheExactSumOverPartitions) {
+  EXPECT_DOUBLE_EQ(mqar_value_guess(2, 2), 0.75);
+  EXPECT_NEAR(mqar_value_guess(3, 5), 13.0 / 25, 1e-12);
+  EXPECT_NEAR(mqar_value_guess(4, 128), 548641.0 / 2097152, 1e-12);
+  EXPECT_NEAR(mqar_value_guess(8, 64), 758170530811.0 / 4398046511104, 1e-12);
+  EXPECT_NEAR(mqar_value_guess(8, 128), 84678739645739.0 / 562949953421312, 1e-12);
+  EXPECT_NEAR(mqar_value_guess(16, 128), 0.1035059919670298, 1e-12);
+  EXPECT_DOUBLE_EQ(mqar_value_guess(1, 7), 1.0);
+  EXPECT_THROW(mqar_value_guess(0, 8), Error);
+}
+
+// The guess played on the task's own strings: answer each query with the string's most frequent
+// value (first on a tie, which scores the same in expectation) and compare with the formula.
+TEST(MqarValueGuess, MatchesTheGuessPlayedOnSampledStrings) {
+  TaskConfig c;
+  for (int64_t P : {4, 16, 32}) {
+    c.n_pairs = P;
+    MqarTask t{c};
+    const int64_t B = 4000, T = 4 * P, K = t.n_keys();
+    auto b = t.sample(B, T, 11);
+    auto in = b.input.accessor<int64_t, 2>();
+    auto tg = b.target.accessor<int64_t, 2>();
+    auto mk = b.mask.accessor<bool, 2>();
+    double right = 0, queries = 0;
+    for (int64_t i = 0; i < B; ++i) {
+      std::map<int64_t, int64_t> count;
+      for (int64_t j = 1; j < 2 * P; j += 2) count[in[i][j] - K] += 1;
+      const auto best = std::max_element(count.begin(), count.end(), [](auto& a, auto& b) {
+                          return a.second < b.second;
+                        })->first;
+      for (int64_t j = 2 * P; j < T; ++j)
+        if (mk[i][j]) {
+          right += tg[i][j] == best;
+          queries += 1;
+        }
+    }
+    const double want = mqar_value_guess(P, t.n_classes()), got = right / queries;
+    // Strings are independent; queries within a string are not, so the error is per string.
+    const double se = std::sqrt(want * (1 - want) / static_cast<double>(B));
+    EXPECT_NEAR(got, want, 4 * se) << "P=" << P;
+  }
 }

@@ -132,6 +132,9 @@ TEST(MqarReport, ComparesEachArchitectureAcrossWidthsAndPairs) {
   // sd 0.1 against 0: se 0.0577, df 2, t 4.303: ± 0.248, so not resolved.
   EXPECT_NE(md.find("- LSTM, width 32: P = 4 − P = 8: +0.200 [-0.048, +0.448]"), std::string::npos)
       << md;
+  // The value guess under the table (tasks/mqar.h, 128 values), and its own fall from 4 to 8 pairs.
+  EXPECT_NE(md.find("| value guess |  | 0.262 | 0.150 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("falls by 0.111 from P = 4 to P = 8"), std::string::npos) << md;
   // Width 64 has no P = 8 cell and P = 8 no width 64 cell: no line for either.
   EXPECT_EQ(md.find("LSTM, width 64: P ="), std::string::npos) << md;
   EXPECT_EQ(md.find("LSTM, P = 8: width"), std::string::npos) << md;

@@ -5,6 +5,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/machine.h"
 #include "seqlab/core/progress.h"
 #include "seqlab/exp/cell.h"
 #include "seqlab/exp/suite.h"
@@ -73,6 +74,7 @@ int run_suite_cell(const CellArgs& a) {
   }
   a.common.apply();
   auto result = run_cell(spec, a.out);
+  result["machine"] = machine_facts().to_json();  // results differ across CPUs (core/machine.h)
   write_file_atomic(file.substr(0, file.size() - 5) + ".result.json", result.dump(1) + "\n");
   return 0;
 }

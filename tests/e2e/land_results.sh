@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # ctest land_results: scripts/land_results.sh rebuilds a committed results directory from two
 # halves of its rows. docs/results/mqar-quick is split by cell into a "run" (the first two cells,
-# with a cells/ folder carrying train_seconds) and a "committed" directory (the rest, with a stale
+# with a cells/ folder carrying train_seconds and, for one, the machine) and a "committed" directory (the rest, with a stale
 # report and a stray plot); landing the run must give back the committed rows and report byte for
 # byte, write train_seconds.tsv in grid order, and drop the stray plot. A retired cell's row (in
 # the directory, not in the grid) stays where it was; a run's row from a cell the grid does not
@@ -24,6 +24,10 @@ for c in "${cells[1]}" "${cells[0]}"; do  # out of grid order on purpose
   grep -e "\"cell\":\"$c\"" "$src/results.jsonl" >>"$run/results.jsonl"  # raw lines, not re-serialised
   echo "{\"train_seconds\": 12.34}" >"$run/cells/$c.result.json"
 done
+# A cell that recorded its machine (cmd_suite.cpp); the other ran before that existed.
+echo '{"train_seconds": 12.34, "machine": {"cpu": "AMD EPYC", "cpu_family": 26, "cpu_model": 2,
+  "cores": 2, "blas_core": "Haswell", "blas_config": "OpenBLAS 0.3.21"}}' \
+  >"$run/cells/${cells[1]}.result.json"
 grep -v -e "\"cell\":\"${cells[0]}\"" -e "\"cell\":\"${cells[1]}\"" "$src/results.jsonl" \
   >"$dest/results.jsonl"
 printf 'cell\ttrain_seconds\n%s\t3.0\n' "${cells[2]}" >"$dest/train_seconds.tsv"
@@ -39,8 +43,8 @@ for f in "$src"/plots/*.dat "$src"/plots/*.svg.gp; do
   cmp -s "$f" "$dest/plots/$(basename "$f")" || fail "plots/$(basename "$f") differs"
 done
 [ ! -e "$dest/plots/gone.dat" ] || fail "a plot the report no longer makes was kept"
-want=$(printf 'cell\ttrain_seconds\n%s\t12.3\n%s\t12.3\n%s\t3.0' "${cells[0]}" "${cells[1]}" \
-  "${cells[2]}")
+want=$(printf 'cell\ttrain_seconds\tmachine\n%s\t12.3\t\n%s\t12.3\t%s\n%s\t3.0\t' "${cells[0]}" \
+  "${cells[1]}" "AMD EPYC (family 26, model 2), 2 cores, OpenBLAS core Haswell" "${cells[2]}")
 [ "$(grep -v '^#' "$dest/train_seconds.tsv")" = "$want" ] || fail "train_seconds.tsv: $(cat "$dest/train_seconds.tsv")"
 
 # A retired cell (in the directory, no longer in the grid) is kept where it was.

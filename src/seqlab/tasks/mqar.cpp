@@ -2,6 +2,7 @@
 
 #include "seqlab/tasks/seq2seq.h"
 
+#include <cmath>
 #include <numeric>
 #include <utility>
 
@@ -62,6 +63,45 @@ Batch MqarTask::sample(int64_t batch, int64_t length, uint64_t seed) const {
   b.mask = torch::zeros({batch, length}, torch::kBool);  // [B,T]
   b.mask.slice(1, 2 * P).fill_(true);                    // the queries
   return b;
+}
+
+namespace {
+
+// Product of two polynomials (coefficients from x^0), truncated after x^n.
+std::vector<double> times(const std::vector<double>& a, const std::vector<double>& b, size_t n) {
+  std::vector<double> c(n + 1, 0.0);
+  for (size_t i = 0; i <= n; ++i)
+    for (size_t j = 0; i + j <= n; ++j) c[i + j] += a[i] * b[j];
+  return c;
+}
+
+}  // namespace
+
+double mqar_value_guess(int64_t pairs, int64_t n_values) {
+  SEQLAB_CHECK(pairs >= 1 && n_values >= 1,
+               "mqar_value_guess: pairs and values must be positive, got {} and {}", pairs,
+               n_values);
+  const auto P = static_cast<size_t>(pairs);
+  // P(largest multiplicity <= m) = P! / V^P [x^P] (sum_{k<=m} x^k / k!)^V (exponential generating
+  // functions of the V values' counts), and E[largest] = sum_{m=0}^{P-1} P(largest > m).
+  const double scale = std::exp(std::lgamma(static_cast<double>(P) + 1) -
+                                static_cast<double>(P) * std::log(static_cast<double>(n_values)));
+  double expected = 0;
+  for (size_t m = 0; m < P; ++m) {
+    std::vector<double> base(P + 1, 0.0), power(P + 1, 0.0);
+    double f = 1;
+    for (size_t k = 0; k <= m; ++k) {
+      base[k] = f;
+      f /= static_cast<double>(k + 1);
+    }
+    power[0] = 1;
+    for (int64_t e = n_values; e > 0; e >>= 1) {  // power = base^V by squaring
+      if (e & 1) power = times(power, base, P);
+      if (e > 1) base = times(base, base, P);
+    }
+    expected += 1 - power[P] * scale;
+  }
+  return expected / static_cast<double>(P);
 }
 
 }  // namespace seqlab

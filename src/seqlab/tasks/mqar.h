@@ -42,4 +42,11 @@ class MqarTask : public Task {
   int64_t n_pairs_;  // P, 0 = derived from T
 };
 
+// The expected accuracy of a model that knows which values a string holds but not which key each
+// belongs to, and answers every query with its most frequent value (ties: any of them): with P
+// pairs whose values are uniform over `n_values` (V - K), it is E[largest multiplicity] / P. Exact
+// up to rounding (a sum over the multiplicity bound, no sampling); the floor a recall claim must
+// clear, since it falls with P without any recall (docs/results/recall-full/value_guess.py).
+double mqar_value_guess(int64_t pairs, int64_t n_values);
+
 }  // namespace seqlab

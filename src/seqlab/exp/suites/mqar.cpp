@@ -59,7 +59,7 @@ SuiteSpec mqar_suite(bool quick) {
       for (auto w : g.widths) {
         const int64_t T = mqar_length(P);
         const auto model = grid_model(arch, w, 2, T, {{"tie_tag_head", true}});
-        const auto task = grid_task("mqar", 0, T, {{"vocab", 256}, {"n_pairs", P}});
+        const auto task = grid_task("mqar", 0, T, {{"vocab", kMqarVocab}, {"n_pairs", P}});
         const auto base = fmt::format("mqar_P{}_{}_d{}", P, arch, w);
         std::vector<std::string> sweep;
         auto add = [&](const std::string& id, double lr, uint64_t seed, bool is_sweep) {

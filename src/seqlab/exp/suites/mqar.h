@@ -17,13 +17,18 @@
 
 namespace seqlab {
 
+// The grid's vocabulary: 128 keys and 128 values (the task's K = V / 2).
+inline constexpr int64_t kMqarVocab = 256;
+inline constexpr int64_t kMqarValues = kMqarVocab / 2;
+
 // Stream length of a grid cell with P pairs: P keys, P values and at least 2P queries, never
 // below 64 tokens (Zoology's shortest).
 inline int64_t mqar_length(int64_t pairs) {
   return pairs * 4 > 64 ? pairs * 4 : 64;
 }
 
-// The report: per (architecture, width, pairs) the chosen learning rate and each rate's
+// The report: the value guess per P (tasks/mqar.h) under the test accuracies; per (architecture,
+// width, pairs) the chosen learning rate and each rate's
 // validation accuracy, the test accuracy over seeds (mean ± sd [95% t]), the state size; the
 // architectures compared at each P at the largest width (Welch); plots of accuracy against P per
 // width and against state size per P (plot_dir empty: no plots).
