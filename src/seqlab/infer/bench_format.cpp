@@ -3,6 +3,7 @@
 #include "seqlab/infer/bench.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/machine.h"
 #include "seqlab/infer/kernels.h"
 
 #include <fmt/format.h>
@@ -31,19 +32,11 @@ std::string fmt_num(fmt::format_string<double> f, double v) {
 }  // namespace
 
 std::string machine_description() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line, cpu;
-  while (std::getline(in, line))
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 1);
-      cpu.erase(0, cpu.find_first_not_of(' '));
-      break;
-    }
+  const auto m = machine_facts();
   std::string load;
   std::ifstream la("/proc/loadavg");
   la >> load;
-  return fmt::format("{}{} cores{}", cpu.empty() ? "" : cpu + ", ",
-                     std::max(1u, std::thread::hardware_concurrency()),
+  return fmt::format("{}{} cores{}", m.cpu.empty() ? "" : m.cpu + ", ", m.cores,
                      load.empty() ? "" : ", load average " + load);
 }
 

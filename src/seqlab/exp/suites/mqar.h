@@ -28,10 +28,10 @@ inline int64_t mqar_length(int64_t pairs) {
 }
 
 // The report: the value guess per P (tasks/mqar.h) under the test accuracies; per (architecture,
-// width, pairs) the chosen learning rate and each rate's
-// validation accuracy, the test accuracy over seeds (mean ± sd [95% t]), the state size; the
-// architectures compared at each P at the largest width (Welch); plots of accuracy against P per
-// width and against state size per P (plot_dir empty: no plots).
+// width, pairs) the chosen learning rate and each rate's validation accuracy, the test accuracy
+// over seeds (mean ± sd [95% t]), the state size; the architectures compared at each P at the
+// largest width (Welch); plots of accuracy against P per width and against state size per P
+// (plot_dir empty: no plots).
 std::string mqar_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir);
 
 }  // namespace seqlab

@@ -294,13 +294,14 @@ std::string plots(const Grid& g, const std::string& plot_dir) {
 
 std::string mqar_report(const std::vector<nlohmann::json>& rows, const std::string& plot_dir) {
   const auto g = collect(rows);
-  std::string md =
+  std::string md = fmt::format(
       "## Accuracy against the number of key-value pairs\n\n"
       "Test accuracy over the queries (mean ± sd over seeds; ✓ at >= 90%), each cell at the "
       "learning rate its seed-0 sweep scored best on the validation stream. Value guess: the "
       "expected accuracy of a model that knows which values the string holds but not their keys, "
-      "and answers with the most frequent (E[largest multiplicity] / P over 128 values, exact); "
-      "guessing among all values scores 1/128.\n\n";
+      "and answers with the most frequent (E[largest multiplicity] / P over {0} values, exact); "
+      "guessing among all values scores 1/{0}.\n\n",
+      kMqarValues);
   md += pivot_table(g);
   md +=
       "\n## Every cell\n\nState: the recurrent state per sequence after T tokens "
