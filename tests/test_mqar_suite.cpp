@@ -50,6 +50,11 @@ TEST(MqarSuite, SeedZeroSweepsTheRatesAndTheOtherSeedsWaitForIt) {
   EXPECT_FALSE(sw.contains("lr_from"));
   EXPECT_EQ(by_id.at("mqar_P4_softmax_d32_s2")->at("test_lengths"),
             nlohmann::json::parse("[64]"));  // never below 64 tokens
+  // Attention with one head, as Zoology's; the LSTM and Mamba keep the default (unused) field, so
+  // their cells of the 4-head grid still count.
+  EXPECT_EQ(by_id.at("mqar_P4_softmax_d32_s2")->at("model").at("n_head"), 1);
+  EXPECT_EQ(by_id.at("mqar_P16_elu1_d64_s1")->at("model").at("n_head"), 1);
+  EXPECT_EQ(s1.at("model").at("n_head"), 4);
   EXPECT_EQ(mqar_length(16), 64);
   EXPECT_EQ(mqar_length(32), 128);
   // The plain cell's own check: a rate taken from a cell it does not wait for is an error.
