@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <thread>
 
 namespace seqlab::infer {
 
