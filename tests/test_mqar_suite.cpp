@@ -30,8 +30,8 @@ namespace fs = std::filesystem;
 
 TEST(MqarSuite, SeedZeroSweepsTheRatesAndTheOtherSeedsWaitForIt) {
   const auto spec = make_suite("mqar", false);
-  // 4 architectures x 3 widths x 5 pair counts x (4 rates on seed 0 + seeds 1 and 2).
-  ASSERT_EQ(spec.cells.size(), 4u * 3 * 5 * 6);
+  // 5 architectures x 3 widths x 5 pair counts x (4 rates on seed 0 + seeds 1 and 2).
+  ASSERT_EQ(spec.cells.size(), 5u * 3 * 5 * 6);
   std::map<std::string, const nlohmann::json*> by_id;
   for (const auto& c : spec.cells) by_id[c.at("id").get<std::string>()] = &c;
   const auto& s1 = *by_id.at("mqar_P64_mamba_d128_s1");
@@ -55,6 +55,12 @@ TEST(MqarSuite, SeedZeroSweepsTheRatesAndTheOtherSeedsWaitForIt) {
   EXPECT_EQ(by_id.at("mqar_P4_softmax_d32_s2")->at("model").at("n_head"), 1);
   EXPECT_EQ(by_id.at("mqar_P16_elu1_d64_s1")->at("model").at("n_head"), 1);
   EXPECT_EQ(s1.at("model").at("n_head"), 4);
+  // ELU+1 with a short convolution, as Zoology's Based; plain ELU+1 has none.
+  const auto& conv = by_id.at("mqar_P16_elu1conv_d64_s1")->at("model");
+  EXPECT_EQ(conv.at("short_conv"), 4);
+  EXPECT_EQ(conv.at("feature_map"), "elu1");
+  EXPECT_EQ(conv.at("n_head"), 1);
+  EXPECT_EQ(by_id.at("mqar_P16_elu1_d64_s1")->at("model").at("short_conv"), 0);
   EXPECT_EQ(mqar_length(16), 64);
   EXPECT_EQ(mqar_length(32), 128);
   // The plain cell's own check: a rate taken from a cell it does not wait for is an error.

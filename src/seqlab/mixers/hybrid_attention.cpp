@@ -15,7 +15,7 @@ SEQLAB_REGISTER_ARCH(HybridAttentionImpl,
                       "for older ones (LoLCATs); --feature-map picks phi, --decay/--gate decay",
                       21,
                       {/*attention=*/false, /*feature_map=*/true, /*kv_cache=*/false,
-                       /*windowed=*/true, /*projections=*/true},
+                       /*windowed=*/true, /*projections=*/true, /*short_conv=*/false},
                       {/*matrices=*/4, [](const MixerConfig& c, int64_t T) {
                          const int64_t C = std::max(c.chunk_size, c.window);
                          return 6.0 * static_cast<double>(std::min<int64_t>(T, C));

@@ -12,8 +12,9 @@ namespace seqlab {
 SEQLAB_REGISTER_ARCH(LinearAttentionImpl,
                      {"linear attention phi(q).S / (phi(q).z + eps); --feature-map picks phi",
                       20,
-                      {/*attention=*/true, /*feature_map=*/true, /*kv_cache=*/false, /*windowed=*/false,
-                       /*projections=*/true},
+                      {/*attention=*/true, /*feature_map=*/true, /*kv_cache=*/false,
+                       /*windowed=*/false,
+                       /*projections=*/true, /*short_conv=*/true},
                       {/*matrices=*/4, [](const MixerConfig& c, int64_t T) {
                          return 3.0 * static_cast<double>(std::min<int64_t>(T, c.chunk_size));
                        }}});
@@ -41,9 +42,32 @@ torch::Tensor normalize(const torch::Tensor& num, const torch::Tensor& den, cons
 LinearAttentionImpl::LinearAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   register_qkvo(*this, cfg, q, k, v, o);
   feature_map = register_module("feature_map", make_feature_map(cfg));
+  if (cfg.short_conv > 0) {
+    const int64_t C = cfg.d_model + 2 * cfg.kv_heads() * cfg.d_head();
+    conv = register_module(
+        "conv",
+        torch::nn::Conv1d(torch::nn::Conv1dOptions(C, C, cfg.short_conv).groups(C).bias(false)));
+  }
 }
 
-LinearAttentionImpl::Features LinearAttentionImpl::featurize(const torch::Tensor& x, int64_t p0) {
+std::array<torch::Tensor, 3> LinearAttentionImpl::project(const torch::Tensor& x,
+                                                          torch::Tensor* tail) {
+  if (!conv) return {q(x), k(x), v(x)};
+  const int64_t B = x.size(0), K = cfg_.short_conv, Dkv = cfg_.kv_heads() * cfg_.d_head();
+  auto qkv = torch::cat({q(x), k(x), v(x)}, -1);  // [B,T,C]
+  auto past = tail ? tail->to(qkv.dtype()) : torch::zeros({B, K - 1, qkv.size(2)}, qkv.options());
+  auto window = torch::cat({past, qkv}, 1);  // [B,K-1+T,C]: oldest first
+  if (tail)
+    *tail = window.narrow(1, window.size(1) - (K - 1), K - 1).to(torch::kFloat).contiguous();
+  // No padding: output t is the dot of the kernel with window rows t .. t+K-1, i.e. the inputs
+  // t-K+1 .. t, so it never sees the future.
+  auto y = conv(window.transpose(1, 2)).transpose(1, 2);  // [B,T,C]
+  auto parts = y.split_with_sizes({cfg_.d_model, Dkv, Dkv}, -1);
+  return {parts[0], parts[1], parts[2]};
+}
+
+LinearAttentionImpl::Features LinearAttentionImpl::featurize(const torch::Tensor& x, int64_t p0,
+                                                             torch::Tensor* tail) {
   SEQLAB_CHECK(x.dim() == 3 && x.size(2) == cfg_.d_model,
                "linear attention: expected x [B,T,{}], got {}", cfg_.d_model,
                fmt::join(x.sizes().vec(), ","));
@@ -52,10 +76,11 @@ LinearAttentionImpl::Features LinearAttentionImpl::featurize(const torch::Tensor
   auto heads = [&](const torch::Tensor& p, int64_t n) {
     return p.view({B, T, n, Dh}).transpose(1, 2);  // [B,T,n*Dh] -> [B,n,T,Dh]
   };
-  auto qh = apply_rope(cfg_, heads(q(x), H), p0);                    // [B,H,T,Dh]
-  auto kh = repeat_kv(apply_rope(cfg_, heads(k(x), G), p0), H / G);  // [B,H,T,Dh]
+  const auto [xq, xk, xv] = project(x, tail);                      // [B,T,D], [B,T,G*Dh] x 2
+  auto qh = apply_rope(cfg_, heads(xq, H), p0);                    // [B,H,T,Dh]
+  auto kh = repeat_kv(apply_rope(cfg_, heads(xk, G), p0), H / G);  // [B,H,T,Dh]
   Features f;
-  f.v = repeat_kv(heads(v(x), G), H / G).to(torch::kFloat);  // [B,H,T,Dh]
+  f.v = repeat_kv(heads(xv, G), H / G).to(torch::kFloat);  // [B,H,T,Dh]
   if (feature_map->exponential()) {
     auto lq = feature_map->log_features(qh, true).to(torch::kFloat);   // [B,H,T,F]
     auto lk = feature_map->log_features(kh, false).to(torch::kFloat);  // [B,H,T,F]
@@ -228,6 +253,10 @@ std::unique_ptr<MixerState> LinearAttentionImpl::init_state(int64_t batch) const
   s->z = torch::zeros({batch, H, F}, opt);
   s->m = torch::full({batch, H}, feature_map->exponential() ? -kInf : 0.0, opt);
   s->pos = torch::zeros({}, torch::kLong);
+  if (conv) {
+    const int64_t C = cfg_.d_model + 2 * cfg_.kv_heads() * cfg_.d_head();
+    s->conv = torch::zeros({batch, cfg_.short_conv - 1, C}, opt);
+  }
   return s;
 }
 
@@ -241,7 +270,7 @@ torch::Tensor LinearAttentionImpl::step_heads(const torch::Tensor& x_t, MixerSta
   SEQLAB_CHECK(s.S.size(0) == x_t.size(0), "linear attention: state batch {} != input batch {}",
                s.S.size(0), x_t.size(0));
   const int64_t t = s.pos.item<int64_t>();
-  auto f = featurize(x_t.unsqueeze(1), t);  // features of [B,1,D]
+  auto f = featurize(x_t.unsqueeze(1), t, conv ? &s.conv : nullptr);  // features of [B,1,D]
   s.pos.fill_(t + 1);
   auto y = recur(f, 0, s);                                           // [B,H,Dh]
   return concat_heads(y.unsqueeze(2), x_t.unsqueeze(1)).squeeze(1);  // [B,D]

@@ -50,24 +50,36 @@
 // the state is per query head: the maps with learned per-head key weights (t2r, hedgehog) give
 // each query head its own phi(k), so heads of a group cannot share one S. Biases follow qkv_bias
 // and o_bias.
+//
+// Short convolution (--short-conv K > 0): a causal depthwise convolution of width K, without
+// bias, over the q, k and v projections (one kernel per channel, before RoPE and the feature map),
+// as flash-linear-attention's ShortConvolution and Zoology's Based place one. It lets the key and
+// the value at position t carry the tokens just before t: a recall task stores "key, then value"
+// as one phi(k) v^T only if one position sees both. The state keeps the last K-1 projection rows
+// (`conv`); every form runs the convolution over the whole input first, so they still agree.
 #pragma once
 
 #include "seqlab/mixers/feature_maps/feature_map.h"
 #include "seqlab/mixers/mixer.h"
 
+#include <array>
+
 namespace seqlab {
 
 struct LinearAttentionState : MixerStateBase<LinearAttentionState> {
-  torch::Tensor S;    // [B,H,F,Dh] fp32: sum phi(k_j) v_j^T (relative to exp(m) for performer)
-  torch::Tensor z;    // [B,H,F]    fp32: sum phi(k_j)       (relative to exp(m) for performer)
-  torch::Tensor m;    // [B,H]      fp32: running max key log-feature; -inf before the first token
-                      //                  for exponential maps, 0 (unused) for the others
-  torch::Tensor pos;  // [] int64 on CPU: tokens consumed (the next token's RoPE position)
+  torch::Tensor S;     // [B,H,F,Dh] fp32: sum phi(k_j) v_j^T (relative to exp(m) for performer)
+  torch::Tensor z;     // [B,H,F]    fp32: sum phi(k_j)       (relative to exp(m) for performer)
+  torch::Tensor m;     // [B,H]      fp32: running max key log-feature; -inf before the first token
+                       //                  for exponential maps, 0 (unused) for the others
+  torch::Tensor pos;   // [] int64 on CPU: tokens consumed (the next token's RoPE position)
+  torch::Tensor conv;  // [B,K-1,D+2*G*Dh] fp32: the last K-1 rows of the q, k, v projections,
+                       //                   oldest first (--short-conv K only; undefined without)
   void for_each(const std::function<void(const std::string&, torch::Tensor&)>& f) override {
     f("S", S);
     f("z", z);
     f("m", m);
     f("pos", pos);
+    if (conv.defined()) f("conv", conv);
   }
 };
 
@@ -94,11 +106,12 @@ class LinearAttentionImpl : public MixerImpl, public HeadsMixer {
   torch::Tensor forward_heads(const torch::Tensor& x) override;
   torch::Tensor step_heads(const torch::Tensor& x_t, MixerState& s) override;
 
-  torch::nn::Linear q{nullptr};  // weight [D,D], bias [D] (qkv_bias)
-  torch::nn::Linear k{nullptr};  // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
-  torch::nn::Linear v{nullptr};  // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
-  torch::nn::Linear o{nullptr};  // weight [D,D], bias [D] (o_bias)
-  FeatureMap feature_map;        // [B,H,T,Dh] -> [B,H,T,F]
+  torch::nn::Linear q{nullptr};     // weight [D,D], bias [D] (qkv_bias)
+  torch::nn::Linear k{nullptr};     // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
+  torch::nn::Linear v{nullptr};     // weight [G*Dh,D], bias [G*Dh] (qkv_bias)
+  torch::nn::Linear o{nullptr};     // weight [D,D], bias [D] (o_bias)
+  FeatureMap feature_map;           // [B,H,T,Dh] -> [B,H,T,F]
+  torch::nn::Conv1d conv{nullptr};  // --short-conv K: weight [C,1,K], C = D + 2*G*Dh; else null
 
  private:
   // The input side of every form: features and values of all T tokens, fp32.
@@ -108,8 +121,12 @@ class LinearAttentionImpl : public MixerImpl, public HeadsMixer {
     torch::Tensor v;        // [B,H,T,Dh]
     torch::Tensor key_max;  // [B,H,T] M_j for exponential maps; undefined for the others
   };
-  // x [B,T,D] at positions p0 .. p0+T-1 (RoPE).
-  Features featurize(const torch::Tensor& x, int64_t p0 = 0);
+  // x [B,T,D] at positions p0 .. p0+T-1 (RoPE). With --short-conv, `tail` holds the projection
+  // rows before x (null: zeros, the start of a sequence) and is advanced past x.
+  Features featurize(const torch::Tensor& x, int64_t p0 = 0, torch::Tensor* tail = nullptr);
+  // The q, k, v projections of x [B,T,D], through the short convolution when there is one:
+  // [B,T,D], [B,T,G*Dh], [B,T,G*Dh].
+  std::array<torch::Tensor, 3> project(const torch::Tensor& x, torch::Tensor* tail);
   // Unnormalized weights a [B,H,T,T] (masked; offset-weighted for exponential maps) and, for
   // exponential maps, the key sums z [B,H,T,F] each query sees (undefined otherwise).
   std::pair<torch::Tensor, torch::Tensor> scores(const Features& f);

@@ -62,12 +62,17 @@ void MixerConfig::validate() {
                  rope_fraction, d_head(), rope_dims());
   }
   SEQLAB_CHECK(window >= 0, "--window must be >= 0 (0 = no softmax window), got {}", window);
-  SEQLAB_CHECK(window <= max_len, "--window {} is larger than the context --max-context {}",
-               window, max_len);
+  SEQLAB_CHECK(window <= max_len, "--window {} is larger than the context --max-context {}", window,
+               max_len);
   SEQLAB_CHECK(decay > 0 && decay <= 1, "--decay must be in (0, 1], got {}", decay);
   SEQLAB_CHECK(gate == "none" || gate == "key", "--gate must be none or key, got '{}'", gate);
   SEQLAB_CHECK(entry->traits.windowed || (window == 0 && decay == 1 && gate == "none"),
                "--window, --decay and --gate belong to the hybrid attention, not '{}'", arch);
+  SEQLAB_CHECK(short_conv >= 0, "--short-conv must be >= 0 (0 = none), got {}", short_conv);
+  SEQLAB_CHECK(short_conv == 0 || entry->traits.short_conv,
+               "--short-conv belongs to linear attention (--arch linear or a feature map), not "
+               "'{}'",
+               arch);
   SEQLAB_CHECK(mae_gate == "prefix" || mae_gate == "token",
                "--mae-gate must be prefix or token, got '{}'", mae_gate);
   SEQLAB_CHECK(mae_gate_hidden >= 0, "--mae-gate-hidden must be >= 0 (0 = d_model), got {}",

@@ -44,6 +44,7 @@ struct MixerConfig {
   int64_t window = 0;           // hybrid: exact-softmax window W (0 = none: gated linear attn)
   double decay = 1.0;           // hybrid: fixed per-step decay of the linear state, in (0, 1]
   std::string gate;             // hybrid: none | key (data-dependent decay from the key proj.)
+  int64_t short_conv = 0;       // linear attention: causal depthwise conv width over q, k, v
 
   template <class V>
   void visit(V&& v) {
@@ -83,6 +84,10 @@ struct MixerConfig {
     v(decay, "decay", 1.0, "hybrid: decay of the linear-attention state per token, in (0, 1]");
     v(gate, "gate", std::string("none"),
       "hybrid: none | key (a data-dependent decay per head, computed from the key projection)");
+    v(short_conv, "short-conv", int64_t{0},
+      "linear attention: width K of a causal depthwise convolution over the q, k and v "
+      "projections, so a key can carry the token before it (0 = none; Zoology's Based and "
+      "flash-linear-attention use 4)");
   }
 
   MixerConfig() { visit(DefaultsVisitor{}); }

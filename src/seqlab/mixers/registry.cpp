@@ -84,12 +84,14 @@ const char* arch_flag_help() {
 
 std::string arch_label(const MixerConfig& cfg) {
   const auto* e = find_arch(cfg.arch);
-  return e && e->traits.feature_map ? cfg.arch + " (" + cfg.feature_map + ")" : cfg.arch;
+  const auto name = e && e->traits.feature_map ? cfg.arch + " (" + cfg.feature_map + ")" : cfg.arch;
+  return cfg.short_conv > 0 ? fmt::format("{} + short conv {}", name, cfg.short_conv) : name;
 }
 
 std::string arch_short_name(const MixerConfig& cfg) {
   const auto* e = find_arch(cfg.arch);
-  return e && e->traits.feature_map ? cfg.feature_map : cfg.arch;
+  const auto name = e && e->traits.feature_map ? cfg.feature_map : cfg.arch;
+  return cfg.short_conv > 0 ? fmt::format("{}+conv{}", name, cfg.short_conv) : name;
 }
 
 std::string feature_map_of(const MixerConfig& cfg) {

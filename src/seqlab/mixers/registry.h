@@ -51,6 +51,9 @@ struct ArchTraits {
   // --o-bias, and a converted teacher's projections load into it (every attention mixer, and the
   // causal-only hybrid).
   bool projections = false;
+  // Takes --short-conv: a causal depthwise convolution over its q, k, v projections (linear
+  // attention).
+  bool short_conv = false;
 };
 
 // The figures train/memory_estimate.cpp needs.
@@ -97,10 +100,11 @@ std::string arch_names();
 std::string attention_arch_names(const char* conj);
 // The same for traits.projections ("softmax, linear or hybrid").
 std::string projection_arch_names(const char* conj);
-// "softmax", "gru", or for mixers that take a feature map "linear (t2r)".
+// "softmax", "gru", or for mixers that take a feature map "linear (t2r)", then " + short conv K"
+// with a short convolution.
 std::string arch_label(const MixerConfig& cfg);
 // The short name suites and reports use: the feature map's name ("t2r") for mixers that take one,
-// else the architecture's ("gru").
+// else the architecture's ("gru"); "+convK" follows with a short convolution ("elu1+conv4").
 std::string arch_short_name(const MixerConfig& cfg);
 // cfg's feature map when its mixer takes one, else "".
 std::string feature_map_of(const MixerConfig& cfg);

@@ -8,14 +8,14 @@
 
 namespace seqlab {
 
-SEQLAB_REGISTER_ARCH(SoftmaxAttentionImpl,
-                     {"multi-head softmax attention with a KV cache",
-                      10,
-                      {/*attention=*/true, /*feature_map=*/false, /*kv_cache=*/true, /*windowed=*/false,
-                       /*projections=*/true},
-                      {/*matrices=*/4, [](const MixerConfig&, int64_t T) {
-                         return 3.0 * static_cast<double>(T);
-                       }}});
+SEQLAB_REGISTER_ARCH(SoftmaxAttentionImpl, {"multi-head softmax attention with a KV cache",
+                                            10,
+                                            {/*attention=*/true, /*feature_map=*/false,
+                                             /*kv_cache=*/true, /*windowed=*/false,
+                                             /*projections=*/true, /*short_conv=*/false},
+                                            {/*matrices=*/4, [](const MixerConfig&, int64_t T) {
+                                               return 3.0 * static_cast<double>(T);
+                                             }}});
 
 SoftmaxAttentionImpl::SoftmaxAttentionImpl(const MixerConfig& cfg) : MixerImpl(cfg) {
   register_qkvo(*this, cfg, q, k, v, o);

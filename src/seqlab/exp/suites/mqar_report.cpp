@@ -95,11 +95,12 @@ Grid collect(const std::vector<nlohmann::json>& json) {
 }
 
 std::string arch_label(const std::string& a) {
-  return a == "softmax" ? "softmax attention"
-         : a == "elu1"  ? "linear attention (ELU+1)"
-         : a == "lstm"  ? "LSTM"
-         : a == "mamba" ? "Mamba"
-                        : a;
+  return a == "softmax"      ? "softmax attention"
+         : a == "elu1"       ? "linear attention (ELU+1)"
+         : a == "elu1+conv4" ? "linear attention (ELU+1) + short conv"
+         : a == "lstm"       ? "LSTM"
+         : a == "mamba"      ? "Mamba"
+                             : a;
 }
 
 std::string fmt_bytes(int64_t b) {
