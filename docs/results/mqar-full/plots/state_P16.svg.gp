@@ -17,4 +17,4 @@ set yrange [0:1.05]
 set offsets graph 0.05, graph 0.05
 set key below
 set grid
-plot 'state.dat' index 8 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 9 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'state.dat' index 10 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'state.dat' index 11 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
+plot 'state.dat' index 10 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 11 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'state.dat' index 12 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv', 'state.dat' index 13 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'state.dat' index 14 using 1:2:3 with yerrorlines lw 2 title 'Mamba'

@@ -17,4 +17,4 @@ set yrange [0:1.05]
 set offsets graph 0.05, graph 0.05
 set key below
 set grid
-plot 'state.dat' index 0 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 1 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'state.dat' index 2 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'state.dat' index 3 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
+plot 'state.dat' index 0 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 1 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'state.dat' index 2 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv', 'state.dat' index 3 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'state.dat' index 4 using 1:2:3 with yerrorlines lw 2 title 'Mamba'

@@ -17,4 +17,4 @@ set yrange [0:1.05]
 set offsets graph 0.05, graph 0.05
 set key below
 set grid
-plot 'state.dat' index 4 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 5 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'state.dat' index 6 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'state.dat' index 7 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
+plot 'state.dat' index 5 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 6 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'state.dat' index 7 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv', 'state.dat' index 8 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'state.dat' index 9 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
