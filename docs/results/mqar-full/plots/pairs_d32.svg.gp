@@ -17,4 +17,4 @@ set yrange [0:1.05]
 set offsets graph 0.05, graph 0.05
 set key below
 set grid
-plot 'pairs.dat' index 0 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'pairs.dat' index 1 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'pairs.dat' index 2 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'pairs.dat' index 3 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
+plot 'pairs.dat' index 0 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'pairs.dat' index 1 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'pairs.dat' index 2 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv', 'pairs.dat' index 3 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'pairs.dat' index 4 using 1:2:3 with yerrorlines lw 2 title 'Mamba'

@@ -17,4 +17,4 @@ set yrange [0:1.05]
 set offsets graph 0.05, graph 0.05
 set key below
 set grid
-plot 'pairs.dat' index 4 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'pairs.dat' index 5 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'pairs.dat' index 6 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv', 'pairs.dat' index 7 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'pairs.dat' index 8 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
+plot 'pairs.dat' index 5 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'pairs.dat' index 6 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1)', 'pairs.dat' index 7 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv', 'pairs.dat' index 8 using 1:2:3 with yerrorlines lw 2 title 'LSTM', 'pairs.dat' index 9 using 1:2:3 with yerrorlines lw 2 title 'Mamba'
