@@ -253,10 +253,7 @@ std::unique_ptr<MixerState> LinearAttentionImpl::init_state(int64_t batch) const
   s->z = torch::zeros({batch, H, F}, opt);
   s->m = torch::full({batch, H}, feature_map->exponential() ? -kInf : 0.0, opt);
   s->pos = torch::zeros({}, torch::kLong);
-  if (conv) {
-    const int64_t C = cfg_.d_model + 2 * cfg_.kv_heads() * cfg_.d_head();
-    s->conv = torch::zeros({batch, cfg_.short_conv - 1, C}, opt);
-  }
+  if (conv) s->conv = torch::zeros({batch, cfg_.short_conv - 1, conv->weight.size(0)}, opt);
   return s;
 }
 

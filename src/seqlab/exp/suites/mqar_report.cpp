@@ -95,12 +95,14 @@ Grid collect(const std::vector<nlohmann::json>& json) {
 }
 
 std::string arch_label(const std::string& a) {
-  return a == "softmax"      ? "softmax attention"
-         : a == "elu1"       ? "linear attention (ELU+1)"
-         : a == "elu1+conv4" ? "linear attention (ELU+1) + short conv"
-         : a == "lstm"       ? "LSTM"
-         : a == "mamba"      ? "Mamba"
-                             : a;
+  // arch_short_name appends "+convK" for a short convolution (mixers/registry.h).
+  if (const auto plus = a.find("+conv"); plus != std::string::npos)
+    return arch_label(a.substr(0, plus)) + " + short conv";
+  return a == "softmax" ? "softmax attention"
+         : a == "elu1"  ? "linear attention (ELU+1)"
+         : a == "lstm"  ? "LSTM"
+         : a == "mamba" ? "Mamba"
+                        : a;
 }
 
 std::string fmt_bytes(int64_t b) {
