@@ -6,7 +6,7 @@
 #include "seqlab/mixers/softmax_attention.h"
 #include "seqlab/tasks/registry.h"
 
-#include "mixer_testing.h"
+#include "model_testing.h"
 
 using namespace seqlab;
 using namespace seqlab::testing;
@@ -86,13 +86,7 @@ TEST(Convert, KeepsEveryPretrainedTensorAndAddsOnlyFeatureMaps) {
     }
     EXPECT_EQ(student->named_parameters().size() - extra, tp.size());
     // The converted model is an RNN: its recurrent step equals its forward.
-    torch::NoGradGuard ng;
-    auto tok = torch::randint(0, 10, {2, 8}, torch::kLong);
-    auto par = student->forward(tok);
-    auto s = student->init_state(2);
-    std::vector<torch::Tensor> ys;
-    for (int64_t t = 0; t < 8; ++t) ys.push_back(student->step(tok.select(1, t), s));
-    EXPECT_TRUE(all_close(torch::stack(ys, 1), par, 2e-5, "converted step vs forward"));
+    EXPECT_TRUE(model_step_matches_forward(*student, 2, 8));
   }
 }
 

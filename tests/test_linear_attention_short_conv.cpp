@@ -50,8 +50,11 @@ TEST(LinearAttentionShortConv, IdentityKernelIsPlainLinearAttention) {
   LinearAttentionImpl conv(conv_config(3));
   auto dst = conv.named_parameters();
   for (const auto& item : plain.named_parameters()) dst[item.key()].copy_(item.value());
-  conv.conv->weight.zero_();
-  conv.conv->weight.select(2, 2).fill_(1.0);  // the newest tap: out_t = in_t
+  conv.set_identity_conv();  // the newest tap 1: out_t = in_t
+  EXPECT_EQ(conv.conv->weight.select(2, 2).sum().item<double>(),
+            static_cast<double>(conv.conv->weight.size(0)));
+  EXPECT_EQ(conv.conv->weight.abs().sum().item<double>(),
+            static_cast<double>(conv.conv->weight.size(0)));
   auto x = torch::randn({2, 9, 16});
   EXPECT_TRUE(all_close(conv.forward(x), plain.forward(x), 1e-6, "identity kernel vs none"));
 }

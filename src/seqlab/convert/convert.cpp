@@ -20,6 +20,7 @@ void ConvertConfig::validate() const {
   MixerConfig probe;
   probe.arch = to;
   probe.feature_map = feature_map;
+  probe.short_conv = short_conv;  // refused below 0 and for the hybrid, which has none
   SEQLAB_CHECK(decay > 0 && decay <= 1, "--decay must be in (0, 1], got {}", decay);
   SEQLAB_CHECK(window >= 0, "--window must be >= 0, got {}", window);
   SEQLAB_CHECK(transfer == "weights" || transfer == "output",
@@ -88,11 +89,32 @@ torch::Tensor layer_loss(SeqModelImpl& teacher, SeqModelImpl& student, size_t l,
   return row_cross_entropy(target, student_weights(student, l, x));
 }
 
+// The student before the teacher's tensors go in, its new parameters drawn from `seed`. The
+// short convolution's kernels draw from the generator too, shifting every later layer's draws:
+// with them, every other tensor comes from a twin built without, so --short-conv adds identity
+// kernels and changes nothing else (T2R, RFA and Performer draw their features at random).
+SeqModel build_student(const ModelConfig& sc, uint64_t seed) {
+  torch::manual_seed(seed);
+  SeqModel student(sc);
+  if (sc.mixer.short_conv == 0) return student;
+  ModelConfig twin_cfg = sc;
+  twin_cfg.mixer.short_conv = 0;
+  torch::manual_seed(seed);
+  SeqModel twin(twin_cfg);
+  torch::NoGradGuard ng;
+  auto dst = student->named_parameters();
+  for (const auto& p : twin->named_parameters()) dst[p.key()].copy_(p.value());
+  auto dst_buffers = student->named_buffers();
+  for (const auto& b : twin->named_buffers()) dst_buffers[b.key()].copy_(b.value());
+  return student;
+}
+
 }  // namespace
 
 bool is_conversion_param(const std::string& name) {
   return name.find(".mixer.feature_map.") != std::string::npos ||
-         ends_with(name, ".mixer.window_factor") || ends_with(name, ".mixer.gate_bias");
+         ends_with(name, ".mixer.window_factor") || ends_with(name, ".mixer.gate_bias") ||
+         ends_with(name, ".mixer.conv.weight");
 }
 
 SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
@@ -117,11 +139,11 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
     sc.mixer.gate = cfg.gate;
   }
   sc.mixer.d_feature = cfg.d_feature;
+  sc.mixer.short_conv = cfg.short_conv;
   sc.mixer.init_seed = cfg.init_seed;
   sc.validate();
   // The student keeps the teacher's position scheme: "auto" resolves alike for both attentions.
-  torch::manual_seed(cfg.init_seed);
-  SeqModel student(sc);
+  auto student = build_student(sc, cfg.init_seed);
   torch::NoGradGuard ng;
   std::map<std::string, torch::Tensor> t_params;
   for (const auto& p : teacher.named_parameters()) t_params[p.key()] = p.value();
@@ -140,6 +162,11 @@ SeqModel convert_model(SeqModelImpl& teacher, const ConvertConfig& cfg) {
   SEQLAB_CHECK(copied == teacher_tensors,
                "convert: copied {} of the teacher's {} tensors (the layouts differ)", copied,
                teacher_tensors);
+  // The short convolution starts as the identity: the student computes what the plain
+  // conversion does until attention transfer or finetuning trains the kernel.
+  for (size_t l = 0; cfg.short_conv > 0 && l < student->blocks->size(); ++l)
+    std::dynamic_pointer_cast<LinearAttentionImpl>(student->blocks->ptr<BlockImpl>(l)->mixer)
+        ->set_identity_conv();
   student->eval();
   return student;
 }
@@ -169,7 +196,7 @@ std::vector<std::pair<std::string, torch::Tensor>> feature_map_params(
   }
   SEQLAB_CHECK(!named.empty(),
                "attention transfer: feature map '{}' has no parameters to train (use t2r or "
-               "hedgehog, or --distill-steps 0)",
+               "hedgehog, add --short-conv K, or --distill-steps 0)",
                student.config().mixer.feature_map);
   for (auto& p : teacher.parameters()) p.set_requires_grad(false);
   return named;

@@ -7,8 +7,10 @@
 // chosen feature map. The new parameters are the feature maps' own, initialised as the maps
 // define them (feature_maps/*.h): t2r ~ U(+-1/sqrt(Dh)) like a Linear(Dh, F), b likewise;
 // hedgehog W = identity, b = 0; rfa / performer draw their fixed random matrices from
-// init_seed; elu1 / relu have none. The result is a model directory like any other: it loads,
-// evaluates, generates (as an RNN) and finetunes.
+// init_seed; elu1 / relu have none. --short-conv K adds linear attention's short convolution
+// (mixers/linear_attention.h) set to the identity, so the student starts as the plain
+// conversion. The result is a model directory like any other: it loads, evaluates, generates (as
+// an RNN) and finetunes.
 //
 // Attention transfer (Hedgehog, section 4.1) then trains only the feature maps, everything else
 // frozen, so that each layer's linear-attention weights match the teacher's softmax weights on
@@ -45,6 +47,7 @@ struct ConvertConfig {
   std::string gate;           // --to hybrid: none | key
   std::string transfer;       // attention transfer objective: weights | output
   int64_t d_feature = 0;      // F per head (0 = d_head)
+  int64_t short_conv = 0;     // linear attention: short convolution width, identity at start
   uint64_t init_seed = 0;     // seed of the new feature-map parameters
   int64_t distill_steps = 0;  // attention-transfer steps (0 = none)
   double distill_lr = 0;
@@ -68,10 +71,15 @@ struct ConvertConfig {
       "attention-transfer objective: weights (Hedgehog: cross-entropy of the attention weights) "
       "| output (LoLCATs stage 1: MSE of each layer's attention output)");
     v(d_feature, "d-feature", int64_t{0}, "feature-map width per head (0 = d_head)");
+    v(short_conv, "short-conv", int64_t{0},
+      "linear attention: a causal depthwise convolution of width K over q, k, v (Based, "
+      "flash-linear-attention), initialised to the identity so the student starts as the plain "
+      "conversion; attention transfer and finetuning train it (0 = none; not with --to hybrid)");
     v(init_seed, "init-seed", uint64_t{1}, "seed of the new feature-map parameters");
     v(distill_steps, "distill-steps", int64_t{0},
       "attention transfer: steps of training only the new parameters (feature maps, window "
-      "factors, gate biases) to match the teacher's attention (--transfer; 0 = none)");
+      "factors, gate biases, short-conv kernels) to match the teacher's attention (--transfer; "
+      "0 = none)");
     v(distill_lr, "distill-lr", 1e-2, "attention-transfer learning rate");
     v(distill_batch, "distill-batch", int64_t{8}, "attention-transfer sequences per step");
     v(distill_len, "distill-len", int64_t{0},
@@ -95,7 +103,8 @@ std::vector<double> transfer_losses(SeqModelImpl& teacher, SeqModelImpl& student
                                     const std::string& transfer = "weights");
 
 // Whether a student parameter is new in conversion (not the teacher's): the feature maps, the
-// hybrid's window factors and gate biases. Attention transfer trains exactly these.
+// hybrid's window factors and gate biases, the short convolution's kernel. Attention transfer
+// trains exactly these.
 bool is_conversion_param(const std::string& name);
 
 struct DistillReport {

@@ -1,6 +1,8 @@
 #include "seqlab/exp/grid.h"
 
+#include "seqlab/convert/convert.h"
 #include "seqlab/core/error.h"
+#include "seqlab/exp/cells/fields.h"
 #include "seqlab/model/adapters.h"
 #include "seqlab/model/model_config.h"
 #include "seqlab/tasks/task.h"
@@ -65,6 +67,12 @@ nlohmann::json normalized_cell(nlohmann::json cell) {
   through("train", [](const nlohmann::json& j) { return TrainConfig::from_json(j, "").to_json(); });
   through("adapter",
           [](const nlohmann::json& j) { return AdapterConfig::from_json(j, "").to_json(); });
+  through("convert", [](const nlohmann::json& j) {
+    ConvertConfig c;
+    c.visit(DefaultsVisitor{});
+    read_fields(j, c, "", /*strict=*/true);  // an unknown key: compare as written
+    return c.to_json();
+  });
   return cell;
 }
 

@@ -21,10 +21,10 @@ nlohmann::json grid_task(const std::string& task, int64_t min_len, int64_t max_l
 // A train config; evaluation during training is sparse (suites evaluate at the end).
 nlohmann::json grid_train(int64_t steps, int64_t batch, double lr, uint64_t seed);
 
-// A cell spec as the current code reads it: its model, task and train sections go through their
-// config readers, so a field added to a config since the spec was written reads as its default
-// and does not make an old spec differ from a new one. A section that does not read as its
-// config (another kind of cell) is left as it is.
+// A cell spec as the current code reads it: its model, task, train, adapter and convert sections
+// go through their config readers, so a field added to a config since the spec was written reads as
+// its default and does not make an old spec differ from a new one. A section that does not read as
+// its config (another kind of cell) is left as it is.
 nlohmann::json normalized_cell(nlohmann::json cell);
 
 }  // namespace seqlab

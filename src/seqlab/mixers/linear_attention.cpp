@@ -107,6 +107,13 @@ torch::Tensor LinearAttentionImpl::attention_weights(const torch::Tensor& x) {
   return normalize(a, a.sum(-1), f.q, z, z.defined());  // [B,H,T,T]
 }
 
+void LinearAttentionImpl::set_identity_conv() {
+  SEQLAB_CHECK(conv, "linear attention: no short convolution to set (--short-conv 0)");
+  torch::NoGradGuard ng;
+  conv->weight.zero_();
+  conv->weight.select(2, cfg_.short_conv - 1).fill_(1.0);  // [C,1]: out_t = in_t
+}
+
 std::pair<torch::Tensor, torch::Tensor> LinearAttentionImpl::scores(const Features& f) {
   const int64_t T = f.q.size(2);
   auto a = torch::matmul(f.q, f.k.transpose(-1, -2));  // [B,H,T,T]: a[t,j] = phi(q_t).phi(k_j)

@@ -97,6 +97,9 @@ class LinearAttentionImpl : public MixerImpl, public HeadsMixer {
   // phi(q_t).phi(k_j) / normalizer for j <= t (0 above the diagonal when causal). Hedgehog's
   // attention transfer matches these to softmax attention's weights.
   torch::Tensor attention_weights(const torch::Tensor& x);
+  // Sets the short convolution to the identity (the newest tap 1, the others 0), so the mixer
+  // computes exactly what it would without one: how `convert --short-conv` starts a student.
+  void set_identity_conv();
   std::unique_ptr<MixerState> init_state(int64_t batch) const override;
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
   bool needs_positions() const override { return true; }
