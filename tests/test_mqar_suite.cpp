@@ -151,6 +151,30 @@ TEST(MqarReport, ComparesEachArchitectureAcrossWidthsAndPairs) {
   EXPECT_EQ(md.find("LSTM, P = 8: width"), std::string::npos) << md;
 }
 
+// A grid landed in slices lacks some cells: each architecture is compared over the pairs and
+// widths it has, and the differences at each P use the widest width with two architectures.
+TEST(MqarReport, ASlicedGridComparesWhatEachArchitectureHas) {
+  std::vector<nlohmann::json> rows;
+  auto group = [&](const std::string& arch, int64_t width, int64_t P, double acc) {
+    rows.push_back(row(arch, P, 1e-3, 0, true, "valid", 0.5, width));
+    rows.push_back(row(arch, P, 1e-3, 0, true, "test", acc, width));
+    for (uint64_t seed = 1; seed < 3; ++seed)
+      rows.push_back(row(arch, P, 1e-3, seed, false, "test", acc + 0.01 * seed, width));
+  };
+  for (int64_t P : {4, 8, 16}) group("lstm", 32, P, 0.6 - 0.1 * P / 4);
+  for (int64_t P : {4, 8}) group("softmax", 32, P, 0.99);
+  group("lstm", 64, 4, 0.6);
+  group("softmax", 64, 4, 0.99);
+  const auto md = mqar_report(rows, "");
+  EXPECT_NE(md.find("- LSTM, width 32: P = 4 − P = 16:"), std::string::npos) << md;
+  EXPECT_NE(md.find("- softmax attention, width 32: P = 4 − P = 8:"), std::string::npos) << md;
+  EXPECT_NE(md.find("falls by 0.111 from P = 4 to P = 8, by 0.158 to P = 16."), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("P = 4, width 64:"), std::string::npos) << md;
+  EXPECT_NE(md.find("P = 8, width 32:"), std::string::npos) << md;  // no width-64 cells at P = 8
+  EXPECT_EQ(md.find("P = 16, width"), std::string::npos) << md;     // one architecture only
+}
+
 // The validation stream is not the test stream, and a cell run through the suite's workers takes
 // the rate of the sweep cell with the best validation accuracy.
 TEST(MqarSuite, ACellTrainsAtTheRateItsSweepChoseOnValidation) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <optional>
 #include <tuple>
 
@@ -158,25 +159,48 @@ std::string detail_table(const Grid& g) {
   return md;
 }
 
-// At each number of pairs, the architectures at the largest width: best against the rest.
+// The values of `axis` (widths or pairs, ascending) at which `has` finds test rows.
+template <class Has>
+std::vector<int64_t> with_tests(const std::vector<int64_t>& axis, Has has) {
+  std::vector<int64_t> out;
+  for (auto x : axis)
+    if (const Group* grp = has(x); grp && !grp->test().empty()) out.push_back(x);
+  return out;
+}
+
+// At each number of pairs, the architectures at the largest width where at least two of them
+// have test rows (a grid run in slices may lack the widest cells at some P): best against the rest.
 std::string differences(const Grid& g) {
-  if (g.widths.empty()) return "";
-  const auto w = g.widths.back();
   std::string md;
-  for (auto P : g.pairs) {
-    std::vector<std::pair<std::string, std::vector<double>>> samples;
-    for (const auto& a : g.archs)
-      if (const auto* grp = g.find(a, w, P); grp && !grp->test().empty())
-        samples.emplace_back(arch_label(a), grp->test());
-    const auto lines = best_vs_rest(samples, 3);
-    if (!lines.empty()) md += fmt::format("\nP = {}, width {}:\n\n{}", P, w, lines);
-  }
+  for (auto P : g.pairs)
+    for (auto w = g.widths.rbegin(); w != g.widths.rend(); ++w) {
+      std::vector<std::pair<std::string, std::vector<double>>> samples;
+      for (const auto& a : g.archs)
+        if (const auto* grp = g.find(a, *w, P); grp && !grp->test().empty())
+          samples.emplace_back(arch_label(a), grp->test());
+      if (samples.size() < 2) continue;
+      const auto lines = best_vs_rest(samples, 3);
+      if (!lines.empty()) md += fmt::format("\nP = {}, width {}:\n\n{}", P, *w, lines);
+      break;
+    }
   return md.empty() ? "" : "\n## Differences (test accuracy, Welch 95%)\n" + md;
+}
+
+// How much the value guess falls from P = `from` to each P in `to` (ascending, distinct): the
+// floor a fall in recall has to beat.
+std::string guess_drops(int64_t from, const std::set<int64_t>& to) {
+  std::string s;
+  for (auto P : to)
+    s += fmt::format("{}by {:.3f}{} to P = {}", s.empty() ? "" : ", ",
+                     mqar_value_guess(from, kMqarValues) - mqar_value_guess(P, kMqarValues),
+                     s.empty() ? fmt::format(" from P = {}", from) : "", P);
+  return s;
 }
 
 // Zoology's two trends, each architecture against itself: at a fixed number of pairs, the widest
 // model against the narrowest (a larger state should recall more); at a fixed width, the fewest
-// pairs against the most (recall should fall as the pairs grow).
+// pairs against the most (recall should fall as the pairs grow). Each uses the widths or pairs
+// that architecture has test rows at.
 std::string trends(const Grid& g) {
   auto line = [](const std::string& what, const Group* a, const Group* b) {
     if (!a || !b || a->test().empty() || b->test().empty()) return std::string();
@@ -184,21 +208,26 @@ std::string trends(const Grid& g) {
                        fmt_difference(welch_difference(a->test(), b->test()), 3));
   };
   std::string by_width, by_pairs;
-  if (g.widths.size() >= 2)
-    for (auto P : g.pairs)
-      for (const auto& a : g.archs)
-        by_width += line(fmt::format("{}, P = {}: width {} − width {}", arch_label(a), P,
-                                     g.widths.back(), g.widths.front()),
-                         g.find(a, g.widths.back(), P), g.find(a, g.widths.front(), P));
-  if (g.pairs.size() >= 2)
-    for (auto w : g.widths)
-      for (const auto& a : g.archs)
-        by_pairs += line(fmt::format("{}, width {}: P = {} − P = {}", arch_label(a), w,
-                                     g.pairs.front(), g.pairs.back()),
-                         g.find(a, w, g.pairs.front()), g.find(a, w, g.pairs.back()));
-  const double guess_drop = g.pairs.empty() ? 0
-                                            : mqar_value_guess(g.pairs.front(), kMqarValues) -
-                                                  mqar_value_guess(g.pairs.back(), kMqarValues);
+  for (auto P : g.pairs)
+    for (const auto& a : g.archs) {
+      const auto ws = with_tests(g.widths, [&](int64_t w) { return g.find(a, w, P); });
+      if (ws.size() >= 2)
+        by_width += line(
+            fmt::format("{}, P = {}: width {} − width {}", arch_label(a), P, ws.back(), ws.front()),
+            g.find(a, ws.back(), P), g.find(a, ws.front(), P));
+    }
+  std::set<int64_t> most;
+  int64_t fewest = 0;
+  for (auto w : g.widths)
+    for (const auto& a : g.archs) {
+      const auto ps = with_tests(g.pairs, [&](int64_t P) { return g.find(a, w, P); });
+      if (ps.size() < 2) continue;
+      fewest = ps.front();  // every line's fewest is the grid's fewest when the grid starts there
+      most.insert(ps.back());
+      by_pairs += line(
+          fmt::format("{}, width {}: P = {} − P = {}", arch_label(a), w, ps.front(), ps.back()),
+          g.find(a, w, ps.front()), g.find(a, w, ps.back()));
+    }
   std::string md;
   if (!by_width.empty())
     md += "\n## Against width (test accuracy, widest − narrowest, Welch 95%)\n\n" + by_width;
@@ -206,10 +235,9 @@ std::string trends(const Grid& g) {
     md += "\n## Against the number of pairs (test accuracy, fewest − most, Welch 95%)\n\n" +
           fmt::format(
               "A model that knows the context's values but not their keys scores less "
-              "as the pairs grow too: the value guess (first table) falls by {:.3f} from "
-              "P = {} to P = {}. A drop is a fall in recall only where the fewer pairs "
-              "score above that guess.\n\n",
-              guess_drop, g.pairs.front(), g.pairs.back()) +
+              "as the pairs grow too: the value guess (first table) falls {}. A drop is a fall "
+              "in recall only where the fewer pairs score above that guess.\n\n",
+              guess_drops(fewest, most)) +
           by_pairs;
   return md;
 }
