@@ -29,7 +29,7 @@ const std::set<std::string> kFastFields = {
     "mlp-ratio",  "activation",     "mlp",          "d-mlp",
     "mlp-bias",   "norm",           "norm-eps",     "parallel-residual",
     "pos",        "tie-embeddings", "vocab-size",   "head",
-    "n-classes",  "pooling"};
+    "n-classes",  "pooling",        "short-conv"};
 
 // Finds the first field outside kFastFields whose value is not its default.
 struct NewFieldVisitor {

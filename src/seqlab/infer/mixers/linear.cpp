@@ -6,6 +6,10 @@
 // are G heads, and query head h reads kv head h / (H / G) (the LibTorch twin repeats them to H);
 // the state stays per query head, since the key maps are per head (t2r, hedgehog). RoPE rotates q
 // and k at the token's position (the pos argument; LinearAttentionState::pos in the twin).
+// With --short-conv K the projections q, k, v (C = D + 2*G*Dh channels) first go through the
+// causal depthwise convolution `conv.weight` [C,1,K], before RoPE, as in the twin's project(); the
+// state then ends with the last K-1 raw projection rows, oldest first ([K-1][C], the twin's
+// LinearAttentionState::conv).
 #include "seqlab/infer/fast_mixer.h"
 #include "seqlab/infer/fast_rope.h"
 #include "seqlab/infer/feature_maps/feature_map.h"
@@ -36,12 +40,18 @@ class FastLinear : public FastMixer {
         map_(make_fast_feature_map(cfg, w)),
         Fo_(map_->out_dim()),
         expo_(map_->exponential()),
-        rope_(w.rope(cfg)) {}
+        rope_(w.rope(cfg)),
+        K_(cfg.short_conv),
+        C_(D_ + 2 * Dkv_) {
+    if (K_ > 0) conv_ = w.take("conv.weight", {C_, 1, K_});
+  }
   int64_t head_state() const { return Fo_ * Dh_ + Fo_ + 1; }
-  int64_t state_size() const override { return H_ * head_state(); }
+  // The short convolution's tail of raw projections: (K-1) * C floats (0 without one).
+  int64_t tail_size() const { return K_ > 0 ? (K_ - 1) * C_ : 0; }
+  int64_t state_size() const override { return H_ * head_state() + tail_size(); }
   // q [D], k, v [G*Dh], attention output [D], phi(q), phi(k) [F'], one feature-map temporary
-  // [Dh].
-  int64_t scratch_size() const override { return 2 * D_ + 2 * Dkv_ + 2 * Fo_ + Dh_; }
+  // [Dh], and the short convolution's input row [C].
+  int64_t scratch_size() const override { return 2 * D_ + 2 * Dkv_ + 2 * Fo_ + Dh_ + C_; }
   void reset(float* state) const override {
     const float m0 = expo_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     for (int64_t h = 0; h < H_; ++h) {
@@ -49,6 +59,8 @@ class FastLinear : public FastMixer {
       std::fill(s, s + Fo_ * Dh_ + Fo_, 0.0f);
       s[Fo_ * Dh_ + Fo_] = m0;
     }
+    float* tail = state + H_ * head_state();
+    std::fill(tail, tail + tail_size(), 0.0f);
   }
 
   void step(const float* x, float* y, float* state, float* scratch, int64_t pos) const override {
@@ -56,12 +68,13 @@ class FastLinear : public FastMixer {
     q_(x, q);
     k_(x, k);
     v_(x, v);
+    if (K_ > 0) short_conv(q, k, v, state, feat + 2 * Fo_ + Dh_);
     if (rope_) rope_->rotate_qk(q, H_, k, G_, Dh_, 1, pos);
     recur(q, k, v, att, state, feat);
     o_(att, y);
   }
   int64_t prefill_scratch_size(int64_t n) const override {
-    return 2 * n * D_ + 2 * n * Dkv_ + 2 * Fo_ + Dh_;
+    return 2 * n * D_ + 2 * n * Dkv_ + 2 * Fo_ + Dh_ + C_;
   }
   void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
                int64_t pos0) const override {
@@ -69,6 +82,8 @@ class FastLinear : public FastMixer {
     q_.prefill(X, Q, n);
     k_.prefill(X, K, n);
     v_.prefill(X, V, n);
+    for (int64_t i = 0; K_ > 0 && i < n; ++i)
+      short_conv(Q + i * D_, K + i * Dkv_, V + i * Dkv_, state, feat + 2 * Fo_ + Dh_);
     if (rope_) rope_->rotate_qk(Q, H_, K, G_, Dh_, n, pos0);
     for (int64_t i = 0; i < n; ++i)
       recur(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, state, feat);
@@ -82,6 +97,8 @@ class FastLinear : public FastMixer {
     k_.rows(X, K, B);
     v_.rows(X, V, B);
     for (int64_t i = 0; i < B; ++i) {
+      if (K_ > 0)
+        short_conv(Q + i * D_, K + i * Dkv_, V + i * Dkv_, states[i], feat + 2 * Fo_ + Dh_);
       if (rope_) rope_->rotate_qk(Q + i * D_, H_, K + i * Dkv_, G_, Dh_, 1, pos[i]);
       recur(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, states[i], feat);
     }
@@ -89,6 +106,28 @@ class FastLinear : public FastMixer {
   }
 
  private:
+  // The short convolution over one token's projections q [D], k, v [G*Dh], in place: channel c
+  // becomes sum_j conv[c][j] * (the input j - K + 1 tokens back), the tail supplying the K-1 older
+  // rows; then the raw row joins the tail and its oldest row leaves. raw: scratch of C floats.
+  void short_conv(float* q, float* k, float* v, float* state, float* raw) const {
+    std::copy(q, q + D_, raw);
+    std::copy(k, k + Dkv_, raw + D_);
+    std::copy(v, v + Dkv_, raw + D_ + Dkv_);
+    float* tail = state + H_ * head_state();  // [K-1][C], oldest first
+    float* out[3] = {q, k, v};
+    const int64_t begin[3] = {0, D_, D_ + Dkv_}, end[3] = {D_, D_ + Dkv_, C_};
+    for (int part = 0; part < 3; ++part)
+      for (int64_t c = begin[part]; c < end[part]; ++c) {
+        const float* w = conv_.data() + c * K_;
+        float acc = 0;
+        for (int64_t j = 0; j + 1 < K_; ++j) acc += w[j] * tail[j * C_ + c];
+        out[part][c - begin[part]] = acc + w[K_ - 1] * raw[c];
+      }
+    if (K_ < 2) return;
+    std::copy(tail + C_, tail + tail_size(), tail);
+    std::copy(raw, raw + C_, tail + tail_size() - C_);
+  }
+
   // One token's recurrence from its projections q [D], k, v [G*Dh]: advances every head's S, z
   // (and m) and writes the attention output att [D]. feat: scratch of 2F' + Dh floats.
   void recur(const float* q, const float* k, const float* v, float* att, float* state,
@@ -139,6 +178,8 @@ class FastLinear : public FastMixer {
   int64_t Fo_;                            // F' = map_->out_dim()
   bool expo_;                             // map_->exponential(): performer's running-max offset
   std::shared_ptr<const FastRope> rope_;  // null without RoPE
+  int64_t K_, C_;                         // short convolution width (0: none), its channels
+  std::vector<float> conv_;               // [C][K] (conv.weight [C,1,K]); empty without one
 };
 
 }  // namespace
