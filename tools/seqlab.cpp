@@ -8,6 +8,7 @@
 #include "commands.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/malloc_tune.h"
 #include "seqlab/train/distributed.h"
 #include "seqlab/train/launch.h"
 
@@ -100,6 +101,7 @@ int seqlab::cli::run_cli(int argc, char** argv, bool parse_only) {
 
 #ifndef SEQLAB_CLI_NO_MAIN
 int main(int argc, char** argv) {
+  seqlab::tune_malloc();  // core/malloc_tune.h: before LibTorch allocates
   return seqlab::cli::run_cli(argc, argv, /*parse_only=*/false);
 }
 #endif

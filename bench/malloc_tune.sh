@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The CPU time of one training run with seqlab's malloc settings (core/malloc_tune.h, the default)
+# against glibc's defaults (SEQLAB_MALLOC_TUNE=0), alternating, same binary, same run: an MQAR
+# cell of the grid (P = 32, T = 128, softmax attention, width 32, batch 32) cut to STEPS steps.
+# Prints each rep's user+sys CPU seconds, the minor page faults, and the ratio of the medians
+# (CPU time rather than wall time, since the machine is shared). The trained weights are compared
+# too: the settings must not change them.
+#
+#   bench/malloc_tune.sh [BIN] [STEPS]      (defaults: build/seqlab, 300)
+# Environment: REPS (3), ARCH (softmax), D (32), PAIRS (32).
+set -euo pipefail
+bin="${1:-build/seqlab}" steps="${2:-300}" reps="${REPS:-3}"
+arch="${ARCH:-softmax}" d="${D:-32}" pairs="${PAIRS:-32}"
+[ -x /usr/bin/time ] || { echo "error: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+[ -x "$bin" ] || { echo "error: $bin is not an executable (build it: bash scripts/build.sh seqlab)" >&2; exit 2; }
+len=$(( pairs * 4 > 64 ? pairs * 4 : 64 ))
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run() {  # mode rep -> "cpu_seconds faults"
+  local mode="$1" out="$work/$1.$2"
+  local env=(env)
+  [ "$mode" = default ] && env+=(SEQLAB_MALLOC_TUNE=0)
+  "${env[@]}" /usr/bin/time -f "%U %S %R" -o "$work/time" "$bin" train --task mqar --vocab 256 \
+    --n-pairs "$pairs" --max-len "$len" --arch "$arch" --n-head 1 --d-model "$d" --n-layer 2 \
+    --batch 32 --lr 1e-3 --steps "$steps" --eval-every "$steps" --eval-size 64 --threads 1 -q \
+    --out "$out" > /dev/null
+  awk '{ printf "%.2f %d\n", $1 + $2, $3 }' "$work/time"
+}
+declare -A cpu
+printf '%-8s %4s %10s %12s\n' mode rep "cpu s" "page faults"
+for r in $(seq 1 "$reps"); do
+  for mode in default tuned; do
+    read -r s f < <(run "$mode" "$r")
+    cpu[$mode]+="$s "
+    printf '%-8s %4d %10.2f %12d\n' "$mode" "$r" "$s" "$f"
+  done
+  cmp -s "$work/default.$r/model.safetensors" "$work/tuned.$r/model.safetensors" ||
+    { echo "error: rep $r: the tuned run's weights differ from the default's" >&2; exit 1; }
+done
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+md=$(echo "${cpu[default]}" | median) mt=$(echo "${cpu[tuned]}" | median)
+echo "weights: identical in every rep"
+awk -v d="$md" -v t="$mt" -v a="$arch" -v w="$d" -v p="$pairs" -v s="$steps" 'BEGIN {
+  printf "median cpu s: default %.2f, tuned %.2f; tuned / default = %.3f (%s, width %s, P = %s, %s steps)\n", d, t, t / d, a, w, p, s }'
