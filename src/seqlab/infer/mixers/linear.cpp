@@ -50,8 +50,8 @@ class FastLinear : public FastMixer {
   int64_t tail_size() const { return K_ > 0 ? (K_ - 1) * C_ : 0; }
   int64_t state_size() const override { return H_ * head_state() + tail_size(); }
   // q [D], k, v [G*Dh], attention output [D], phi(q), phi(k) [F'], one feature-map temporary
-  // [Dh], and the short convolution's input row [C].
-  int64_t scratch_size() const override { return 2 * D_ + 2 * Dkv_ + 2 * Fo_ + Dh_ + C_; }
+  // [Dh].
+  int64_t scratch_size() const override { return 2 * D_ + 2 * Dkv_ + 2 * Fo_ + Dh_; }
   void reset(float* state) const override {
     const float m0 = expo_ ? -std::numeric_limits<float>::infinity() : 0.0f;
     for (int64_t h = 0; h < H_; ++h) {
@@ -68,13 +68,13 @@ class FastLinear : public FastMixer {
     q_(x, q);
     k_(x, k);
     v_(x, v);
-    if (K_ > 0) short_conv(q, k, v, state, feat + 2 * Fo_ + Dh_);
+    if (K_ > 0) short_conv(q, k, v, state);
     if (rope_) rope_->rotate_qk(q, H_, k, G_, Dh_, 1, pos);
     recur(q, k, v, att, state, feat);
     o_(att, y);
   }
   int64_t prefill_scratch_size(int64_t n) const override {
-    return 2 * n * D_ + 2 * n * Dkv_ + 2 * Fo_ + Dh_ + C_;
+    return 2 * n * D_ + 2 * n * Dkv_ + 2 * Fo_ + Dh_;
   }
   void prefill(const float* X, float* Y, int64_t n, int64_t, float* state, float* scratch,
                int64_t pos0) const override {
@@ -83,7 +83,7 @@ class FastLinear : public FastMixer {
     k_.prefill(X, K, n);
     v_.prefill(X, V, n);
     for (int64_t i = 0; K_ > 0 && i < n; ++i)
-      short_conv(Q + i * D_, K + i * Dkv_, V + i * Dkv_, state, feat + 2 * Fo_ + Dh_);
+      short_conv(Q + i * D_, K + i * Dkv_, V + i * Dkv_, state);
     if (rope_) rope_->rotate_qk(Q, H_, K, G_, Dh_, n, pos0);
     for (int64_t i = 0; i < n; ++i)
       recur(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, state, feat);
@@ -97,8 +97,7 @@ class FastLinear : public FastMixer {
     k_.rows(X, K, B);
     v_.rows(X, V, B);
     for (int64_t i = 0; i < B; ++i) {
-      if (K_ > 0)
-        short_conv(Q + i * D_, K + i * Dkv_, V + i * Dkv_, states[i], feat + 2 * Fo_ + Dh_);
+      if (K_ > 0) short_conv(Q + i * D_, K + i * Dkv_, V + i * Dkv_, states[i]);
       if (rope_) rope_->rotate_qk(Q + i * D_, H_, K + i * Dkv_, G_, Dh_, 1, pos[i]);
       recur(Q + i * D_, K + i * Dkv_, V + i * Dkv_, A + i * D_, states[i], feat);
     }
@@ -106,26 +105,27 @@ class FastLinear : public FastMixer {
   }
 
  private:
-  // The short convolution over one token's projections q [D], k, v [G*Dh], in place: channel c
-  // becomes sum_j conv[c][j] * (the input j - K + 1 tokens back), the tail supplying the K-1 older
-  // rows; then the raw row joins the tail and its oldest row leaves. raw: scratch of C floats.
-  void short_conv(float* q, float* k, float* v, float* state, float* raw) const {
-    std::copy(q, q + D_, raw);
-    std::copy(k, k + Dkv_, raw + D_);
-    std::copy(v, v + Dkv_, raw + D_ + Dkv_);
+  // The short convolution over one token's projections q [D], k, v [G*Dh] (channels 0..D,
+  // D..D+G*Dh, D+G*Dh..C of conv), in place.
+  void short_conv(float* q, float* k, float* v, float* state) const {
     float* tail = state + H_ * head_state();  // [K-1][C], oldest first
-    float* out[3] = {q, k, v};
-    const int64_t begin[3] = {0, D_, D_ + Dkv_}, end[3] = {D_, D_ + Dkv_, C_};
-    for (int part = 0; part < 3; ++part)
-      for (int64_t c = begin[part]; c < end[part]; ++c) {
-        const float* w = conv_.data() + c * K_;
-        float acc = 0;
-        for (int64_t j = 0; j + 1 < K_; ++j) acc += w[j] * tail[j * C_ + c];
-        out[part][c - begin[part]] = acc + w[K_ - 1] * raw[c];
-      }
-    if (K_ < 2) return;
-    std::copy(tail + C_, tail + tail_size(), tail);
-    std::copy(raw, raw + C_, tail + tail_size() - C_);
+    conv_channels(q, 0, D_, tail);
+    conv_channels(k, D_, Dkv_, tail);
+    conv_channels(v, D_ + Dkv_, Dkv_, tail);
+  }
+  // Channels c0 .. c0+n-1 of one token, x [n], in place: channel c becomes
+  // sum_j conv[c][j] * (its input K-1-j tokens back), the tail holding the K-1 older inputs; then
+  // the raw input joins that channel's tail and its oldest leaves.
+  void conv_channels(float* x, int64_t c0, int64_t n, float* tail) const {
+    for (int64_t i = 0; i < n; ++i) {
+      const float* w = conv_.data() + (c0 + i) * K_;
+      float* t = tail + c0 + i;  // t[j * C]: this channel's input K-1-j tokens back
+      float acc = 0;
+      for (int64_t j = 0; j + 1 < K_; ++j) acc += w[j] * t[j * C_];
+      for (int64_t j = 0; j + 2 < K_; ++j) t[j * C_] = t[(j + 1) * C_];
+      if (K_ > 1) t[(K_ - 2) * C_] = x[i];
+      x[i] = acc + w[K_ - 1] * x[i];
+    }
   }
 
   // One token's recurrence from its projections q [D], k, v [G*Dh]: advances every head's S, z
