@@ -2,6 +2,8 @@
 // (kernels_avx2.cpp). Callers outside infer/kernels*.cpp use kernels.h.
 #pragma once
 
+#include "seqlab/core/simd_avx2.h"
+
 #include <immintrin.h>
 
 #include <atomic>
@@ -9,18 +11,12 @@
 
 namespace seqlab::infer::detail {
 
+using seqlab::simd::exp256;
+using seqlab::simd::hsum256;
+
 // set_vecmat_narrow(): vecmat_avx2 takes the register-blocked path for heads of 8..64 columns
 // (the tests compare both paths).
 extern std::atomic<bool> g_vecmat_narrow;
-
-// The sum of v's 8 lanes (the order every AVX2 dot product here finishes with).
-__attribute__((target("avx2,fma"))) inline float hsum256(__m256 v) {
-  __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-  lo = _mm_add_ps(lo, hi);
-  lo = _mm_hadd_ps(lo, lo);
-  lo = _mm_hadd_ps(lo, lo);
-  return _mm_cvtss_f32(lo);
-}
 
 // The fp32 dot products of weight row w with N inputs x[0..N) (N = 1..3), summed as matvec_avx2
 // sums every row: four accumulators per input over 32 columns a step, the leftover whole groups

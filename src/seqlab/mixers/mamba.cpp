@@ -1,6 +1,7 @@
 #include "seqlab/mixers/mamba.h"
 
 #include "seqlab/mixers/registry.h"
+#include "seqlab/mixers/selective_scan.h"
 
 #include <cmath>
 
@@ -43,29 +44,9 @@ std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> MambaImpl::selection(
   return {delta, dbc.narrow(-1, R, N), dbc.narrow(-1, R + N, N)};  // [..,E], [..,N] x 2
 }
 
-torch::Tensor MambaImpl::scan_step(const torch::Tensor& u_t, const torch::Tensor& delta_t,
-                                   const torch::Tensor& B_t, const torch::Tensor& C_t,
-                                   const torch::Tensor& A, torch::Tensor& h) {
-  auto da = torch::exp(delta_t.unsqueeze(-1) * A);              // [B,E,N]: Abar
-  auto dbu = (delta_t * u_t).unsqueeze(-1) * B_t.unsqueeze(1);  // [B,E,N]: Bbar u
-  h = da * h + dbu;                                             // [B,E,N]
-  return (h * C_t.unsqueeze(1)).sum(-1);                        // [B,E]
-}
-
 torch::Tensor MambaImpl::scan(const torch::Tensor& u, const torch::Tensor& delta,
                               const torch::Tensor& B, const torch::Tensor& C) {
-  const int64_t Bn = u.size(0), T = u.size(1);
-  auto A = -torch::exp(a_log);                                        // [E,N]
-  auto h = torch::zeros({Bn, u.size(2), cfg_.d_state}, u.options());  // [B,E,N]
-  // unbind, not select(1, t), as in scan_hidden (mixer.h). The per-step ops stay on [B,E,N]
-  // tensors that fit in cache; precomputing Abar and Bbar u for all t as [B,T,E,N] tensors was
-  // measured slower than this at T = 80.
-  const auto us = u.unbind(1), ds = delta.unbind(1), bs = B.unbind(1), cs = C.unbind(1);
-  std::vector<torch::Tensor> ys;
-  ys.reserve(T);
-  for (int64_t t = 0; t < T; ++t)
-    ys.push_back(scan_step(us[t], ds[t], bs[t], cs[t], A, h));  // [B,E]
-  return torch::stack(ys, 1);                                   // [B,T,E]
+  return selective_scan(u, delta, -torch::exp(a_log), B, C);  // [B,T,E]
 }
 
 torch::Tensor MambaImpl::forward(const torch::Tensor& x) {
@@ -95,8 +76,8 @@ torch::Tensor MambaImpl::step(const torch::Tensor& x_t, MixerState& st) {
   xc = torch::silu(xc);                                                   // [B,E]
   s.conv = window.narrow(-1, 1, K - 1).contiguous();                      // [B,E,K-1]
   auto [delta, B, C] = selection(xc);                                     // [B,E], [B,N], [B,N]
-  auto y = scan_step(xc, delta, B, C, -torch::exp(a_log), s.h) + skip * xc;  // [B,E]
-  return o(y * torch::silu(xz[1]));                                          // [B,D]
+  auto y = selective_scan_step(xc, delta, B, C, -torch::exp(a_log), s.h) + skip * xc;  // [B,E]
+  return o(y * torch::silu(xz[1]));                                                    // [B,D]
 }
 
 }  // namespace seqlab

@@ -11,9 +11,9 @@
 //   out = o(y * silu(z))                         the paper's out_proj, named o here
 //
 // Because delta, B and C depend on the token, there is no convolution kernel: the parallel form is
-// a scan. Here it is a loop over T of elementwise tensor ops, after every projection has run over
-// all T tokens at once (the input side / recurrence split). The recurrent state is the conv
-// window (the last K-1 inputs of the convolution) and the SSM state h.
+// a scan. Here it is one fused loop over T with its own backward (selective_scan.h), after every
+// projection has run over all T tokens at once (the input side / recurrence split). The recurrent
+// state is the conv window (the last K-1 inputs of the convolution) and the SSM state h.
 //
 // Init follows the reference implementation: dt_proj's bias is softplus^-1 of a dt log-uniform in
 // [0.001, 0.1], its weight U(-R^-1/2, R^-1/2); skip = 1. in_proj and x_proj have no bias (x_proj's
@@ -42,7 +42,7 @@ class MambaImpl : public MixerImpl {
   torch::Tensor step(const torch::Tensor& x_t, MixerState& s) override;
 
   // The selective scan alone, from h = 0: u [B,T,E], delta [B,T,E], B and C [B,T,N] -> y [B,T,E]
-  // with y_t = C_t . h_t (without the skip term).
+  // with y_t = C_t . h_t (without the skip term): the fused selective_scan (selective_scan.h).
   torch::Tensor scan(const torch::Tensor& u, const torch::Tensor& delta, const torch::Tensor& B,
                      const torch::Tensor& C);
 
@@ -60,11 +60,6 @@ class MambaImpl : public MixerImpl {
  private:
   // delta [..,E], B and C [..,N] from the conv output x [..,E].
   std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> selection(const torch::Tensor& x);
-  // One scan step: advances h [B,E,N] from u_t, delta_t [B,E] and B_t, C_t [B,N] with A [E,N];
-  // returns y_t [B,E].
-  static torch::Tensor scan_step(const torch::Tensor& u_t, const torch::Tensor& delta_t,
-                                 const torch::Tensor& B_t, const torch::Tensor& C_t,
-                                 const torch::Tensor& A, torch::Tensor& h);
 };
 
 }  // namespace seqlab
