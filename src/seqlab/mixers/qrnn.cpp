@@ -1,5 +1,6 @@
 #include "seqlab/mixers/qrnn.h"
 
+#include "seqlab/mixers/linear_scan.h"
 #include "seqlab/mixers/registry.h"
 
 namespace seqlab {
@@ -28,19 +29,19 @@ torch::Tensor QRNNImpl::pool(const torch::Tensor& g_t, torch::Tensor& c) {
 }
 
 torch::Tensor QRNNImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1);
+  const int64_t T = x.size(1);
   auto win = x;  // [B,T,D]
   if (cfg_.qrnn_window == 2) {
     // x shifted one step right, with zeros before t = 0: the causal convolution's left tap.
     auto x_prev = torch::constant_pad_nd(x, {0, 0, 1, 0}).narrow(1, 0, T);  // [B,T,D]
     win = torch::cat({x_prev, x}, -1);                                      // [B,T,2D]
   }
-  auto g = w_ih(win);  // [B,T,G*D]: every gate of every step in one matmul
-  auto c = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
-  std::vector<torch::Tensor> hs;
-  hs.reserve(T);
-  for (const auto& g_t : g.unbind(1)) hs.push_back(pool(g_t, c));  // [B,D]; see scan_hidden
-  return o(torch::stack(hs, 1));                                   // [B,T,D]
+  // Every gate of every step in one matmul, and their activations over all T at once: only
+  // c_t = f_t c_{t-1} + (1 - f_t) z_t runs over T, as one fused loop (linear_scan.h).
+  auto g = w_ih(win).chunk(n_gates(), -1);  // G x [B,T,D]: pre-activations of z, f (, o)
+  auto z = torch::tanh(g[0]), f = torch::sigmoid(g[1]);     // [B,T,D]
+  auto c = linear_scan(f, (1 - f) * z);                     // [B,T,D]
+  return o(n_gates() == 3 ? torch::sigmoid(g[2]) * c : c);  // [B,T,D]
 }
 
 std::unique_ptr<MixerState> QRNNImpl::init_state(int64_t batch) const {

@@ -15,7 +15,8 @@
 //
 // There is no hidden-to-hidden matrix: that is the point of the QRNN. Every matmul runs over all T
 // tokens at once, and the recurrence is elementwise (the input side / recurrence split at its
-// purest). Under f-pooling c and h coincide, so the state carries c only.
+// purest): forward runs it as one fused loop over T (linear_scan.h), step() one token at a time.
+// Under f-pooling c and h coincide, so the state carries c only.
 #pragma once
 
 #include "seqlab/mixers/mixer.h"

@@ -2,15 +2,14 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/simd_avx2.h"
+#include "seqlab/mixers/linear_scan.h"
 
 #include <ATen/Parallel.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -266,16 +265,6 @@ struct SelectiveScanFn : torch::autograd::Function<SelectiveScanFn> {
   }
 };
 
-// SEQLAB_SELECTIVE_SCAN=reference runs the reference instead (bench/selective_scan.sh compares the
-// two in one training run); read once.
-bool reference_requested() {
-  static const bool ref = [] {
-    const char* v = std::getenv("SEQLAB_SELECTIVE_SCAN");
-    return v && std::string(v) == "reference";
-  }();
-  return ref;
-}
-
 void check_shapes(const torch::Tensor& u, const torch::Tensor& delta, const torch::Tensor& A,
                   const torch::Tensor& B, const torch::Tensor& C) {
   SEQLAB_CHECK(u.dim() == 3 && delta.sizes() == u.sizes(),
@@ -295,7 +284,7 @@ torch::Tensor selective_scan(const torch::Tensor& u, const torch::Tensor& delta,
   const bool fused = u.device().is_cpu() && (type == torch::kFloat || type == torch::kDouble) &&
                      delta.scalar_type() == type && A.scalar_type() == type &&
                      B.scalar_type() == type && C.scalar_type() == type;
-  if (!fused || u.size(1) == 0 || reference_requested())
+  if (!fused || u.size(1) == 0 || scan_reference_requested())
     return selective_scan_reference(u, delta, A, B, C);
   const auto uc = u.contiguous(), dc = delta.contiguous(), Ac = A.contiguous();
   const auto Bc = B.contiguous(), Cc = C.contiguous();

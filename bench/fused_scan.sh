@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# The CPU time of one Mamba training run with the fused selective scan (mixers/selective_scan.h,
-# the default) against the per-step tensor reference (SEQLAB_SELECTIVE_SCAN=reference),
-# alternating, same binary, same run: a chomsky grid cell (reverse_string, n <= 40, so T <= 81;
-# width 64, 2 layers, batch 32) cut to STEPS steps. Prints each rep's user+sys CPU seconds and
+# The CPU time of one training run with the fused scans (Mamba's selective scan,
+# mixers/selective_scan.h, and QRNN's linear recurrence, mixers/linear_scan.h; the default)
+# against their per-token tensor references (SEQLAB_SCAN=reference), alternating, same binary,
+# same run: a chomsky grid cell (reverse_string, n <= 40, so T <= 81; width 64, 2 layers,
+# batch 32) of ARCH cut to STEPS steps. Prints each rep's user+sys CPU seconds and
 # final training loss, and the ratio of the medians (CPU time rather than wall time, since the
 # machine is shared). The two paths round differently, so the weights are not bitwise equal; the
 # final losses are printed side by side instead.
 #
-#   bench/selective_scan.sh [BIN] [STEPS]      (defaults: build/seqlab, 200)
-# Environment: REPS (3), TASK (reverse_string), LEN (81), D (64), EXTRA (more `seqlab train`
+#   bench/fused_scan.sh [BIN] [STEPS]      (defaults: build/seqlab, 200)
+# Environment: ARCH (mamba; or qrnn), REPS (3), TASK (reverse_string), LEN (81), D (64), EXTRA (more `seqlab train`
 # arguments; an MQAR cell of P = 64: TASK=mqar LEN=256 EXTRA='--vocab 256 --n-pairs 64').
 set -euo pipefail
 bin="${1:-build/seqlab}" steps="${2:-200}" reps="${REPS:-3}"
-task="${TASK:-reverse_string}" len="${LEN:-81}" d="${D:-64}" extra="${EXTRA:-}"
+arch="${ARCH:-mamba}" task="${TASK:-reverse_string}" len="${LEN:-81}" d="${D:-64}" extra="${EXTRA:-}"
 [ -x /usr/bin/time ] || { echo "error: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
 [ -x "$bin" ] || { echo "error: $bin is not an executable (build it: bash scripts/build.sh seqlab)" >&2; exit 2; }
 work=$(mktemp -d)
@@ -20,9 +21,9 @@ trap 'rm -rf "$work"' EXIT
 run() {  # mode rep -> "cpu_seconds final_loss"
   local mode="$1" out="$work/$1.$2"
   local env=(env)
-  [ "$mode" = reference ] && env+=(SEQLAB_SELECTIVE_SCAN=reference)
+  [ "$mode" = reference ] && env+=(SEQLAB_SCAN=reference)
   "${env[@]}" /usr/bin/time -f "%U %S" -o "$work/time" "$bin" train --task "$task" \
-    --max-len "$len" --arch mamba --d-model "$d" --n-layer 2 --batch 32 --lr 3e-3 \
+    --max-len "$len" --arch "$arch" --d-model "$d" --n-layer 2 --batch 32 --lr 3e-3 \
     --steps "$steps" --eval-every "$steps" --eval-size 64 --threads 1 --seed 0 -q \
     $extra --out "$out" > /dev/null
   local loss
@@ -40,5 +41,5 @@ for r in $(seq 1 "$reps"); do
 done
 median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 mr=$(echo "${cpu[reference]}" | median) mf=$(echo "${cpu[fused]}" | median)
-awk -v r="$mr" -v f="$mf" -v t="$task" -v w="$d" -v L="$len" -v s="$steps" 'BEGIN {
-  printf "median cpu s: reference %.2f, fused %.2f; fused / reference = %.3f (mamba, %s, T <= %s, width %s, %s steps)\n", r, f, f / r, t, L, w, s }'
+awk -v r="$mr" -v f="$mf" -v a="$arch" -v t="$task" -v w="$d" -v L="$len" -v s="$steps" 'BEGIN {
+  printf "median cpu s: reference %.2f, fused %.2f; fused / reference = %.3f (%s, %s, T <= %s, width %s, %s steps)\n", r, f, f / r, a, t, L, w, s }'
