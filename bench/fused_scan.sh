@@ -30,16 +30,9 @@ run() {  # mode rep -> "cpu_seconds final_loss"
   loss=$(tail -n 1 "$out/metrics.jsonl" | sed -n 's/.*"loss":\([-0-9.eE+]*\).*/\1/p')
   awk -v l="$loss" '{ printf "%.2f %s\n", $1 + $2, l }' "$work/time"
 }
-declare -A cpu
+source "$(dirname "$0")/ab_lib.sh"
 printf '%-10s %4s %10s %12s\n' mode rep "cpu s" "final loss"
-for r in $(seq 1 "$reps"); do
-  for mode in reference fused; do
-    read -r s l < <(run "$mode" "$r")
-    cpu[$mode]+="$s "
-    printf '%-10s %4d %10.2f %12s\n' "$mode" "$r" "$s" "$l"
-  done
-done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-mr=$(echo "${cpu[reference]}" | median) mf=$(echo "${cpu[fused]}" | median)
+ab_reps reference fused "$reps" '%-10s %4d %10.2f %12s\n'
+mr=$(ab_median reference) mf=$(ab_median fused)
 awk -v r="$mr" -v f="$mf" -v a="$arch" -v t="$task" -v w="$d" -v L="$len" -v s="$steps" 'BEGIN {
   printf "median cpu s: reference %.2f, fused %.2f; fused / reference = %.3f (%s, %s, T <= %s, width %s, %s steps)\n", r, f, f / r, a, t, L, w, s }'

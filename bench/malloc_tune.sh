@@ -26,19 +26,14 @@ run() {  # mode rep -> "cpu_seconds faults"
     --out "$out" > /dev/null
   awk '{ printf "%.2f %d\n", $1 + $2, $3 }' "$work/time"
 }
-declare -A cpu
+source "$(dirname "$0")/ab_lib.sh"
+ab_after_rep() {
+  cmp -s "$work/default.$1/model.safetensors" "$work/tuned.$1/model.safetensors" ||
+    { echo "error: rep $1: the tuned run's weights differ from the default's" >&2; exit 1; }
+}
 printf '%-8s %4s %10s %12s\n' mode rep "cpu s" "page faults"
-for r in $(seq 1 "$reps"); do
-  for mode in default tuned; do
-    read -r s f < <(run "$mode" "$r")
-    cpu[$mode]+="$s "
-    printf '%-8s %4d %10.2f %12d\n' "$mode" "$r" "$s" "$f"
-  done
-  cmp -s "$work/default.$r/model.safetensors" "$work/tuned.$r/model.safetensors" ||
-    { echo "error: rep $r: the tuned run's weights differ from the default's" >&2; exit 1; }
-done
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-md=$(echo "${cpu[default]}" | median) mt=$(echo "${cpu[tuned]}" | median)
+ab_reps default tuned "$reps" '%-8s %4d %10.2f %12d\n'
+md=$(ab_median default) mt=$(ab_median tuned)
 echo "weights: identical in every rep"
 awk -v d="$md" -v t="$mt" -v a="$arch" -v w="$d" -v p="$pairs" -v s="$steps" 'BEGIN {
   printf "median cpu s: default %.2f, tuned %.2f; tuned / default = %.3f (%s, width %s, P = %s, %s steps)\n", d, t, t / d, a, w, p, s }'

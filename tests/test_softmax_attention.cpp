@@ -127,3 +127,30 @@ TEST(SoftmaxAttention, RegistryBuildsIt) {
   auto m = make_mixer(small_config("softmax"));
   EXPECT_NE(dynamic_cast<SoftmaxAttentionImpl*>(m.get()), nullptr);
 }
+
+TEST(SoftmaxAttention, BlockedNoGradForwardMatchesTheFullOne) {
+  // Without autograd forward_heads runs blocks of query rows against the keys they may see; with
+  // it, one [B,H,T,T] product. Blocks of 1, 4 and 5 rows (T = 13: a short last block) and the
+  // memory-sized default, causal and not, plain and with RoPE + grouped-query attention.
+  torch::manual_seed(5);
+  for (bool causal : {true, false})
+    for (bool rope_gqa : {false, true}) {
+      auto c = small_config("softmax");
+      c.causal = causal;
+      if (rope_gqa) {
+        c.rope = true;
+        c.n_kv_head = 1;
+      }
+      c.validate();
+      SoftmaxAttentionImpl m(c);
+      auto x = torch::randn({2, 13, 16});
+      const auto full = m.forward(x).detach();
+      for (int64_t rows : {1, 4, 5, 0}) {
+        seqlab::detail::set_attention_query_block(rows);
+        torch::NoGradGuard ng;
+        EXPECT_TRUE(all_close(m.forward(x), full, 1e-6, "blocked vs full"))
+            << "rows " << rows << " causal " << causal << " rope+gqa " << rope_gqa;
+      }
+      seqlab::detail::set_attention_query_block(0);
+    }
+}

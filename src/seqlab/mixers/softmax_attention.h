@@ -54,6 +54,17 @@ class SoftmaxAttentionImpl : public MixerImpl, public HeadsMixer {
  private:
   // [B,T,n*Dh] -> [B,n,T,Dh]
   torch::Tensor split_heads(const torch::Tensor& x, int64_t n) const;
+  void check_input(const torch::Tensor& x) const;
+  // forward_heads without autograd (evaluation, decoding's prefill): the same attention in
+  // blocks of query rows, each against only the keys up to its last row when causal, so no
+  // [B,H,T,T] tensor exists. At T = 1501 the full one was 1.15 GB a layer (batch 32, 4 heads).
+  // SEQLAB_ATTENTION_BLOCKS=0 turns it off (bench/attention_eval.sh times both).
+  torch::Tensor forward_heads_blocked(const torch::Tensor& x);
 };
+
+namespace detail {
+// Tests only: blocks of this many query rows in the no-grad forward (0 = sized by memory).
+void set_attention_query_block(int64_t rows);
+}  // namespace detail
 
 }  // namespace seqlab
