@@ -1,5 +1,6 @@
 #include "seqlab/mixers/lstm.h"
 
+#include "seqlab/mixers/lstm_scan.h"
 #include "seqlab/mixers/registry.h"
 
 namespace seqlab {
@@ -30,17 +31,9 @@ void LSTMImpl::recur(const torch::Tensor& xi_t, torch::Tensor& h, torch::Tensor&
 }
 
 torch::Tensor LSTMImpl::forward(const torch::Tensor& x) {
-  const int64_t B = x.size(0), T = x.size(1);
-  auto xi = w_ih(x);  // [B,T,4D]: the input side for every step at once
-  auto h = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
-  auto c = torch::zeros({B, cfg_.d_model}, x.options());  // [B,D]
-  std::vector<torch::Tensor> hs;
-  hs.reserve(T);
-  for (const auto& xi_t : xi.unbind(1)) {  // unbind, not select: see scan_hidden (mixer.h)
-    recur(xi_t, h, c);                     // h, c: [B,D]
-    hs.push_back(h);
-  }
-  return o(torch::stack(hs, 1));  // [B,T,D]
+  // The input side for every step at once ([B,T,4D]), then the recurrence as one fused loop with
+  // its own backward (lstm_scan.h); step() below runs recur() one token at a time.
+  return o(lstm_scan(w_ih(x), w_hh->weight, w_hh->bias));  // [B,T,D]
 }
 
 std::unique_ptr<MixerState> LSTMImpl::init_state(int64_t batch) const {
