@@ -17,4 +17,4 @@ set yrange [0:1.05]
 set offsets graph 0.05, graph 0.05
 set key below
 set grid
-plot 'state.dat' index 17 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv'
+plot 'state.dat' index 17 using 1:2:3 with yerrorlines lw 2 title 'softmax attention', 'state.dat' index 18 using 1:2:3 with yerrorlines lw 2 title 'linear attention (ELU+1) + short conv'
