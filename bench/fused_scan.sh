@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # The CPU time of one training run with the fused scans (Mamba's selective scan,
-# mixers/selective_scan.h; the QRNN's linear recurrence, mixers/linear_scan.h; the LSTM's,
-# mixers/lstm_scan.h; the default) against their per-token tensor references
+# mixers/selective_scan.h; the QRNN's linear recurrence, mixers/linear_scan.h; the LSTM's, GRU's
+# and Elman RNN's, mixers/{lstm,gru,elman}_scan.h; the default) against their per-token references
 # (SEQLAB_SCAN=reference), alternating, same binary, same run: a chomsky grid cell
-# (reverse_string, n <= 40, so T <= 81; width 64, 2 layers, batch 32) of ARCH cut to STEPS steps. Prints each rep's user+sys CPU seconds and
-# final training loss, and the ratio of the medians (CPU time rather than wall time, since the
+# (reverse_string, n <= 40, so T <= 81; width 64, 2 layers, batch 32) of ARCH cut to STEPS steps.
+# Prints each rep's user+sys CPU seconds and final training loss, and the ratio of the medians (CPU time rather than wall time, since the
 # machine is shared). The two paths round differently, so the weights are not bitwise equal; the
 # final losses are printed side by side instead.
 #
 #   bench/fused_scan.sh [BIN] [STEPS]      (defaults: build/seqlab, 200)
-# Environment: ARCH (mamba; or qrnn, lstm), REPS (3), TASK (reverse_string), LEN (81), D (64), EXTRA (more `seqlab train`
+# Environment: ARCH (mamba; or qrnn, lstm, gru, elman), REPS (3), TASK (reverse_string), LEN (81), D (64), EXTRA (more `seqlab train`
 # arguments; an MQAR cell of P = 64: TASK=mqar LEN=256 EXTRA='--vocab 256 --n-pairs 64').
 set -euo pipefail
 bin="${1:-build/seqlab}" steps="${2:-200}" reps="${REPS:-3}"

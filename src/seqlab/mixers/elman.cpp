@@ -1,5 +1,6 @@
 #include "seqlab/mixers/elman.h"
 
+#include "seqlab/mixers/elman_scan.h"
 #include "seqlab/mixers/registry.h"
 
 namespace seqlab {
@@ -19,12 +20,9 @@ torch::Tensor ElmanImpl::recur(const torch::Tensor& xi_t, const torch::Tensor& h
 }
 
 torch::Tensor ElmanImpl::forward(const torch::Tensor& x) {
-  // The input side for every step in one matmul ([B,T,D]), then the recurrence.
-  auto hs =
-      scan_hidden(w_ih(x), cfg_.d_model, [this](const torch::Tensor& xi_t, const torch::Tensor& h) {
-        return recur(xi_t, h);
-      });        // [B,T,D]
-  return o(hs);  // [B,T,D]
+  // The input side for every step in one matmul ([B,T,D]), then the recurrence as one fused loop
+  // with its own backward (elman_scan.h); step() below runs recur() one token at a time.
+  return o(elman_scan(w_ih(x), w_hh->weight, w_hh->bias));  // [B,T,D]
 }
 
 std::unique_ptr<MixerState> ElmanImpl::init_state(int64_t batch) const {

@@ -1,5 +1,6 @@
 #include "seqlab/mixers/gru.h"
 
+#include "seqlab/mixers/gru_scan.h"
 #include "seqlab/mixers/registry.h"
 
 namespace seqlab {
@@ -26,12 +27,9 @@ torch::Tensor GRUImpl::recur(const torch::Tensor& xi_t, const torch::Tensor& h) 
 }
 
 torch::Tensor GRUImpl::forward(const torch::Tensor& x) {
-  // The input side for every step in one matmul ([B,T,3D]), then the recurrence.
-  auto hs =
-      scan_hidden(w_ih(x), cfg_.d_model, [this](const torch::Tensor& xi_t, const torch::Tensor& h) {
-        return recur(xi_t, h);
-      });        // [B,T,D]
-  return o(hs);  // [B,T,D]
+  // The input side for every step in one matmul ([B,T,3D]), then the recurrence as one fused loop
+  // with its own backward (gru_scan.h); step() below runs recur() one token at a time.
+  return o(gru_scan(w_ih(x), w_hh->weight, w_hh->bias));  // [B,T,D]
 }
 
 std::unique_ptr<MixerState> GRUImpl::init_state(int64_t batch) const {

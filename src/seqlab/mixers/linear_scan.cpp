@@ -1,11 +1,9 @@
 #include "seqlab/mixers/linear_scan.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/mixers/scan_common.h"
 
 #include <ATen/Parallel.h>
-
-#include <cstdlib>
-#include <string>
 
 namespace seqlab {
 
@@ -96,14 +94,6 @@ void check_shapes(const torch::Tensor& a, const torch::Tensor& b) {
 
 }  // namespace
 
-bool scan_reference_requested() {
-  static const bool ref = [] {
-    const char* v = std::getenv("SEQLAB_SCAN");
-    return v && std::string(v) == "reference";
-  }();
-  return ref;
-}
-
 torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b) {
   check_shapes(a, b);
   const auto type = a.scalar_type();
@@ -116,7 +106,7 @@ torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b) {
 torch::Tensor linear_scan_reference(const torch::Tensor& a, const torch::Tensor& b) {
   check_shapes(a, b);
   if (a.size(1) == 0) return torch::zeros_like(a);
-  // unbind, not select(1, t): see scan_hidden (mixer.h).
+  // unbind, not select(1, t): see mixer.h.
   const auto as = a.unbind(1), bs = b.unbind(1);
   std::vector<torch::Tensor> cs;
   cs.reserve(as.size());

@@ -14,7 +14,7 @@
 // linear_scan_reference is the same recurrence as tensor ops per token with autograd through
 // each; the tests check values and gradients of one against the other. Inputs other than CPU float
 // or double tensors of one dtype take the reference, and so does every call under
-// SEQLAB_SCAN=reference (read once; mixers/selective_scan.h obeys it too), which
+// SEQLAB_SCAN=reference (mixers/scan_common.h), which
 // bench/fused_scan.sh uses to time both in one training run.
 #pragma once
 
@@ -25,8 +25,5 @@ namespace seqlab {
 torch::Tensor linear_scan(const torch::Tensor& a, const torch::Tensor& b);
 
 torch::Tensor linear_scan_reference(const torch::Tensor& a, const torch::Tensor& b);
-
-// SEQLAB_SCAN=reference: the fused scans (linear_scan, selective_scan) run their references.
-bool scan_reference_requested();
 
 }  // namespace seqlab

@@ -1,7 +1,7 @@
 #include "seqlab/mixers/lstm_scan.h"
 
 #include "seqlab/core/error.h"
-#include "seqlab/mixers/linear_scan.h"
+#include "seqlab/mixers/scan_common.h"
 
 namespace seqlab {
 
@@ -113,13 +113,7 @@ struct LstmScanFn : torch::autograd::Function<LstmScanFn> {
 
 torch::Tensor lstm_scan(const torch::Tensor& xi, const torch::Tensor& w_hh,
                         const torch::Tensor& b_hh) {
-  SEQLAB_CHECK(xi.dim() == 3 && w_hh.dim() == 2 && xi.size(2) == w_hh.size(0) &&
-                   w_hh.size(0) == 4 * w_hh.size(1) && b_hh.dim() == 1 &&
-                   b_hh.size(0) == w_hh.size(0),
-               "lstm_scan: expected xi [B,T,4D], w_hh [4D,D], b_hh [4D]");
-  const bool fused = xi.device().is_cpu() && xi.scalar_type() == torch::kFloat &&
-                     w_hh.scalar_type() == torch::kFloat && b_hh.scalar_type() == torch::kFloat;
-  if (!fused || xi.size(1) == 0 || scan_reference_requested())
+  if (!matrix_scan_fused(xi, w_hh, b_hh, 4, "lstm_scan"))
     return lstm_scan_reference(xi, w_hh, b_hh);
   return LstmScanFn::apply(xi, w_hh.contiguous(), b_hh);
 }
@@ -130,7 +124,7 @@ torch::Tensor lstm_scan_reference(const torch::Tensor& xi, const torch::Tensor& 
   auto h = torch::zeros({B, D}, xi.options()), c = torch::zeros({B, D}, xi.options());
   std::vector<torch::Tensor> hs;
   hs.reserve(xi.size(1));
-  for (const auto& xi_t : xi.unbind(1)) {  // unbind, not select: see scan_hidden (mixer.h)
+  for (const auto& xi_t : xi.unbind(1)) {  // unbind, not select: see mixer.h
     auto g = (xi_t + torch::addmm(b_hh, h, w_hh.t())).chunk(4, -1);  // 4 x [B,D]: i, f, g, o
     c = torch::sigmoid(g[1]) * c + torch::sigmoid(g[0]) * torch::tanh(g[2]);  // [B,D]
     h = torch::sigmoid(g[3]) * torch::tanh(c);                                // [B,D]

@@ -102,25 +102,12 @@ class MixerImpl : public torch::nn::Module {
 
 using Mixer = std::shared_ptr<MixerImpl>;
 
-// Runs a one-tensor recurrence h_t = recur(xi_t, h_{t-1}) from h_0 = 0 over the precomputed input
-// side xi [B,T,G] (Elman, GRU); returns every h_t stacked: [B,T,D].
-//
-// Loops over time take their steps with unbind(1), not select(1, t): each select's backward
+// Loops over time, unbind not select: the per-token references of the fused scans
+// (selective_scan.h, linear_scan.h, lstm_scan.h, gru_scan.h, elman_scan.h) and the mixers that
+// loop in tensor ops take their steps with unbind(1), not select(1, t): each select's backward
 // writes its step's gradient into a zero tensor the size of the whole [B,T,G] input, so the
 // backward pass of a T-step loop costs O(T^2) memory traffic; unbind's backward stacks the T
 // gradients once. The gradients are the same (a sum of zeros and one value is exact).
-template <class Recur>
-torch::Tensor scan_hidden(const torch::Tensor& xi, int64_t D, Recur&& recur) {
-  auto h = torch::zeros({xi.size(0), D}, xi.options());  // [B,D]
-  const auto steps = xi.unbind(1);                       // T x [B,G]
-  std::vector<torch::Tensor> hs;
-  hs.reserve(steps.size());
-  for (const auto& xi_t : steps) {
-    h = recur(xi_t, h);  // [B,D]
-    hs.push_back(h);
-  }
-  return torch::stack(hs, 1);  // [B,T,D]
-}
 
 // Casts a MixerState to the concrete type a mixer expects, with a clear error on a mismatch.
 template <class S>

@@ -2,7 +2,7 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/core/simd_avx2.h"
-#include "seqlab/mixers/linear_scan.h"
+#include "seqlab/mixers/scan_common.h"
 
 #include <ATen/Parallel.h>
 
@@ -312,7 +312,7 @@ torch::Tensor selective_scan_reference(const torch::Tensor& u, const torch::Tens
   check_shapes(u, delta, A, B, C);
   const int64_t T = u.size(1);
   auto h = torch::zeros({u.size(0), u.size(2), A.size(1)}, u.options());  // [B,E,N]
-  // unbind, not select(1, t), as in scan_hidden (mixer.h): the per-step ops stay on [B,E,N].
+  // unbind, not select(1, t), as mixer.h explains: the per-step ops stay on [B,E,N].
   const auto us = u.unbind(1), ds = delta.unbind(1), bs = B.unbind(1), cs = C.unbind(1);
   std::vector<torch::Tensor> ys;
   ys.reserve(T);

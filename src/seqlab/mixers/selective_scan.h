@@ -20,7 +20,7 @@
 // It has no double backward. selective_scan_reference is the same recurrence as one tensor op per
 // step with autograd through each (what Mamba ran before); the tests check values and every
 // gradient of one against the other, and bench/fused_scan.sh times both in training runs
-// (SEQLAB_SCAN=reference makes selective_scan run the reference; linear_scan.h reads it). Inputs
+// (SEQLAB_SCAN=reference makes selective_scan run the reference; scan_common.h). Inputs
 // other than CPU float or double tensors of one dtype also take the reference.
 #pragma once
 
