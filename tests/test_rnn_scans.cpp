@@ -4,6 +4,7 @@
 #include "seqlab/mixers/elman_scan.h"
 #include "seqlab/mixers/gru_scan.h"
 #include "seqlab/mixers/lstm_scan.h"
+#include "seqlab/mixers/scan_common.h"
 
 #include "mixer_testing.h"
 
@@ -79,4 +80,23 @@ TEST(RnnScans, RejectBadShapes) {
     EXPECT_THROW(s.fused(xi.narrow(2, 0, G * 3 - 1), W, b), std::exception) << s.name;
     EXPECT_THROW(s.fused(xi, W, b.narrow(0, 0, G * 3 - 1)), std::exception) << s.name;
   }
+}
+
+TEST(RnnScans, ReferenceScansGiveADoubleBackward) {
+  // The fused nodes have no double backward; under ReferenceScans (what the DEQ's Jacobian term
+  // builds its graph in) the gradient of a gradient reaches W, as autograd's reference gives it.
+  for (const auto& s : kScans) {
+    torch::manual_seed(6);
+    const int64_t G = s.gates;
+    auto xi = torch::randn({2, 7, G * 4}).requires_grad_(), W = torch::randn({G * 4, 4});
+    W.requires_grad_();
+    const auto b = torch::randn({G * 4});
+    ReferenceScans twice;
+    ASSERT_TRUE(scan_reference_requested());
+    auto gx = torch::autograd::grad({s.fused(xi, W, b).pow(2).sum()}, {xi}, {}, true, true)[0];
+    gx.pow(2).sum().backward();
+    ASSERT_TRUE(W.grad().defined()) << s.name;
+    EXPECT_GT(W.grad().abs().sum().item<double>(), 0.0) << s.name;
+  }
+  EXPECT_FALSE(scan_reference_requested());  // the guard restores the flag
 }

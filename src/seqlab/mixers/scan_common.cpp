@@ -7,12 +7,24 @@
 
 namespace seqlab {
 
+namespace {
+thread_local bool t_reference_scans = false;
+}  // namespace
+
 bool scan_reference_requested() {
-  static const bool ref = [] {
+  static const bool env = [] {
     const char* v = std::getenv("SEQLAB_SCAN");
     return v && std::string(v) == "reference";
   }();
-  return ref;
+  return env || t_reference_scans;
+}
+
+ReferenceScans::ReferenceScans() : previous_(t_reference_scans) {
+  t_reference_scans = true;
+}
+
+ReferenceScans::~ReferenceScans() {
+  t_reference_scans = previous_;
 }
 
 bool matrix_scan_fused(const torch::Tensor& xi, const torch::Tensor& w_hh,

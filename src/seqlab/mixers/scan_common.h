@@ -8,9 +8,23 @@
 
 namespace seqlab {
 
-// SEQLAB_SCAN=reference: every fused scan runs its per-token reference instead (read once;
-// bench/fused_scan.sh times both).
+// SEQLAB_SCAN=reference, or a ReferenceScans alive on this thread: every fused scan runs its
+// per-token reference instead (the variable is read once; bench/fused_scan.sh times both).
 bool scan_reference_requested();
+
+// While alive, the fused scans on this thread run their references. The fused nodes have no
+// double backward: a graph that will be differentiated twice (create_graph, as the DEQ's Jacobian
+// term does, model/deq.cpp) must be built under one.
+class ReferenceScans {
+ public:
+  ReferenceScans();
+  ~ReferenceScans();
+  ReferenceScans(const ReferenceScans&) = delete;
+  ReferenceScans& operator=(const ReferenceScans&) = delete;
+
+ private:
+  bool previous_;
+};
 
 // The matrix recurrences' inputs: checks xi [B,T,G*D], w_hh [G*D,D] and b_hh [G*D] (throws
 // naming `scan`), and says whether the fused loop runs: CPU float tensors, T > 0 and no

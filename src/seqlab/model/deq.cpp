@@ -2,8 +2,10 @@
 
 #include "seqlab/core/error.h"
 #include "seqlab/mixers/registry.h"
+#include "seqlab/mixers/scan_common.h"
 
 #include <cmath>
+#include <optional>
 
 namespace seqlab {
 
@@ -198,7 +200,11 @@ torch::Tensor DeqImpl::forward(const torch::Tensor& x) {
     return z;
   }
   auto z_in = z_star.clone().requires_grad_(true);  // [B,T,D] leaf: the adjoint's variable
-  auto f_out = cell(z_in, xi);                      // [B,T,D]
+  // The Jacobian term differentiates f twice: a recurrent mixer must build it from its per-token
+  // reference, since the fused scans have no double backward (mixers/scan_common.h).
+  std::optional<ReferenceScans> twice;
+  if (cfg_.jac_reg > 0) twice.emplace();
+  auto f_out = cell(z_in, xi);  // [B,T,D]
   if (cfg_.jac_reg > 0) jacobian_term(f_out, z_in);
   const auto o = backward_options();
   return ImplicitBackward::apply(f_out, z_in, bwd_stats_, o.method, o.max_iter, o.tol, o.memory,
