@@ -62,20 +62,20 @@ struct LstmScanFn : torch::autograd::Function<LstmScanFn> {
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& xi,
                                const torch::Tensor& w_hh, const torch::Tensor& b_hh) {
     const int64_t B = xi.size(0), T = xi.size(1), D = w_hh.size(1);
-    auto pre_in = (xi + b_hh).contiguous();  // [B,T,4D]: the input side plus W's bias
-    // The g gate's pre-activation doubled, so one sigmoid gives sigmoid(2x) = (tanh x + 1) / 2.
+    // The g gate's pre-activation doubled, so one sigmoid gives sigmoid(2x) = (tanh x + 1) / 2:
+    // the input side and W's g rows are scaled once here, not each token.
     auto scale = torch::ones({4 * D}, xi.options());
     scale.narrow(0, 2 * D, D).fill_(2.0f);
+    auto pre_in = ((xi + b_hh) * scale).contiguous();  // [B,T,4D]: input side plus W's bias
+    const auto Wt = (w_hh * scale.unsqueeze(1)).t();   // [D,4D]
     auto act = torch::empty_like(pre_in), C = torch::empty({B, T, D}, xi.options());
     auto TC = torch::empty_like(C), H = torch::empty_like(C);
     auto pre = torch::empty({B, 4 * D}, xi.options());
-    const auto Wt = w_hh.t();  // [D,4D]
     for (int64_t t = 0; t < T; ++t) {
       if (t == 0)
         pre.copy_(pre_in.select(1, 0));
       else
         at::addmm_out(pre, pre_in.select(1, t), H.select(1, t - 1), Wt);  // [B,4D]
-      pre.mul_(scale);
       auto act_t = act.select(1, t);
       at::sigmoid_out(act_t, pre);
       cell_forward(act.data_ptr<float>(), t > 0 ? C.data_ptr<float>() : nullptr,

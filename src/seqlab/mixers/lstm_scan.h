@@ -5,8 +5,8 @@
 //   i, f, o = sigmoid(.), g = tanh(.)
 //   c_t = f c_{t-1} + i g,   h_t = o tanh(c_t)   -> hs [B,T,D]
 //
-// lstm_scan is one autograd node: forward takes four tensor calls a token (the recurrent matmul,
-// the gates' sigmoid, tanh(c), a scale) and two raw loops, keeping the gates, c_t and tanh(c_t);
+// lstm_scan is one autograd node: forward takes three tensor calls a token (the recurrent matmul,
+// the gates' sigmoid, tanh(c)) and two raw loops, keeping the gates, c_t and tanh(c_t);
 // backward runs the recurrence in reverse in one raw loop and one [B,4D] x [4D,D] product a
 // token, then W's and b's gradients as one product and one sum over every token. g is computed
 // as 2 sigmoid(2x) - 1 (= tanh x) so that one sigmoid call covers all four gates.
