@@ -242,6 +242,54 @@ SuiteOptions tiny_suite_options(const char* bin, const std::string& name) {
   return opt;
 }
 
+// results.jsonl is rewritten as each cell finishes, so a suite stopped part-way (a session's end, a
+// crash) leaves its finished rows: a worker that copies results.jsonl before it runs a cell sees
+// the earlier cells' rows.
+TEST(Suite, ResultsGrowAsCellsFinish) {
+  const char* bin = std::getenv("SEQLAB_BIN");
+  if (!bin) GTEST_SKIP() << "SEQLAB_BIN not set (run through ctest)";
+  SuiteSpec spec;
+  spec.name = "grow";
+  for (auto arch : {"lstm", "gru", "elman"})
+    spec.cells.push_back(make_cell(std::string("parity_") + arch, grid_model(arch, 8, 1, 64),
+                                   grid_task("parity", 2, 8), grid_train(5, 8, 3e-3, 0), {8, 16},
+                                   8));
+  auto opt = tiny_suite_options(bin, "grow");
+  fs::create_directories(opt.out);
+  // The worker: args are suite-cell --cell SPEC ...; it saves results.jsonl as seen_<spec name>.
+  const auto worker = (fs::path(opt.out) / "worker.sh").string();
+  std::ofstream(worker) << "#!/bin/sh\nout=" << opt.out
+                        << "\nname=$(basename \"$3\" .json)\n"
+                           "cp \"$out/results.jsonl\" \"$out/seen_$name\" 2>/dev/null\n"
+                           "exec "
+                        << bin << " \"$@\"\n";
+  fs::permissions(worker, fs::perms::owner_all);
+  opt.worker_exe = worker;
+  EXPECT_EQ(run_suite(spec, opt).ran, 3);
+  auto cells_in = [&](const std::string& file) {
+    std::vector<std::string> ids;
+    if (!fs::exists(file)) return ids;
+    std::stringstream ss(read_file(file));
+    for (std::string line; std::getline(ss, line);) {
+      auto row = nlohmann::json::parse(line);
+      EXPECT_FALSE(row.contains("blind_accuracy")) << "mid-run rows carry no baseline yet";
+      if (ids.empty() || ids.back() != row.at("cell")) ids.push_back(row.at("cell"));
+    }
+    return ids;
+  };
+  EXPECT_FALSE(fs::exists(fs::path(opt.out) / "seen_parity_lstm"));
+  EXPECT_EQ(cells_in(opt.out + "/seen_parity_gru"), (std::vector<std::string>{"parity_lstm"}));
+  EXPECT_EQ(cells_in(opt.out + "/seen_parity_elman"),
+            (std::vector<std::string>{"parity_lstm", "parity_gru"}));
+  // The end of the run adds the baselines.
+  std::stringstream ss(read_file(opt.out + "/results.jsonl"));
+  int n = 0;
+  for (std::string line; std::getline(ss, line); ++n)
+    EXPECT_TRUE(nlohmann::json::parse(line).contains("blind_accuracy")) << line;
+  EXPECT_EQ(n, 6);
+  fs::remove_all(opt.out);
+}
+
 // Rerunning into a directory whose finished cells ran with other settings is an error, not a
 // silent mix of old and new results.
 TEST(Suite, ChangedSpecOfAFinishedCellIsAnError) {

@@ -163,6 +163,21 @@ void write_jsonl(const std::string& path, const std::vector<nlohmann::json>& row
   write_file_atomic(path, jsonl);
 }
 
+// Every finished cell's rows, in grid order. A finished cell outside this run's slice is checked
+// like the ones it ran.
+std::vector<nlohmann::json> finished_rows(const SuiteSpec& full, const std::string& out) {
+  const fs::path cells_dir = fs::path(out) / "cells";
+  std::vector<nlohmann::json> rows;
+  for (const auto& c : full.cells) {
+    const auto path = cells_dir / (c.at("id").get<std::string>() + ".result.json");
+    if (!fs::exists(path)) continue;
+    ran_with_other_settings(cells_dir, c, out);
+    auto r = nlohmann::json::parse(read_file(path.string()));
+    for (const auto& row : r.at("rows")) rows.push_back(row);
+  }
+  return rows;
+}
+
 }  // namespace
 
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
@@ -252,6 +267,10 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
                       fs::exists(cells_dir / (running[i].id + ".result.json"));
       if (ok) {
         res.ran += 1;
+        // results.jsonl grows as cells finish, so a suite stopped part-way leaves what it
+        // finished; the input-blind baselines (dear at long lengths) join at the end, or with
+        // --report-only.
+        write_jsonl((out / "results.jsonl").string(), finished_rows(full, opt.out));
       } else {
         res.failed += 1;
         failed_ids.insert(running[i].id);
@@ -266,17 +285,7 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   }
   bar.finish();
 
-  // Gather every finished cell's rows, in grid order.
-  std::vector<nlohmann::json> rows;
-  for (const auto& c : full.cells) {
-    const auto id = c.at("id").get<std::string>();
-    const auto path = cells_dir / (id + ".result.json");
-    if (!fs::exists(path)) continue;
-    // A finished cell outside this run's slice is checked like the ones it ran.
-    ran_with_other_settings(cells_dir, c, opt.out);
-    auto r = nlohmann::json::parse(read_file(path.string()));
-    for (const auto& row : r.at("rows")) rows.push_back(row);
-  }
+  auto rows = finished_rows(full, opt.out);
   add_blind_accuracy(full.cells, rows);
   write_jsonl((out / "results.jsonl").string(), rows);
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -9,7 +9,9 @@
 //   cells/<id>.log         the worker's stderr
 //   runs/<id>/             the cell's model directory (checkpoints, metrics.jsonl)
 //   results.jsonl          one row per (cell, test length[, saturation scale]), grid order, each
-//                          with the input-blind baseline of its test set (blind_accuracy)
+//                          with the input-blind baseline of its test set (blind_accuracy);
+//                          rewritten as each cell finishes (without the baselines, which the
+//                          end of the run or --report-only adds), so a stopped suite keeps it
 //   report.md, *.svg, *.png
 #pragma once
 
