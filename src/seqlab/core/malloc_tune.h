@@ -3,9 +3,10 @@
 // threshold goes back to the kernel after the step and every page of it faults in again, zeroed,
 // on the next (about 500 faults a step on an MQAR cell of width 32, a tenth of its CPU time in
 // the fault handler on this VM). Keeping that memory (a high trim threshold and top pad, and
-// blocks up to 32 MiB on the heap rather than mmap) removes the faults; the arithmetic is the
-// same, so results are bitwise unchanged (tests/test_malloc_tune_cli.cpp) and a cell takes about
-// a fifth less CPU time (bench/malloc_tune.sh prints the ratio).
+// every block on the heap rather than mmap) removes the faults; the arithmetic is the same, so
+// results are bitwise unchanged (tests/test_malloc_tune_cli.cpp) and a cell takes about a fifth
+// less CPU time, an LM of the shipped teacher's shape about two fifths (bench/malloc_tune.sh
+// prints the ratio).
 #pragma once
 
 namespace seqlab {
