@@ -242,6 +242,25 @@ SuiteOptions tiny_suite_options(const char* bin, const std::string& name) {
   return opt;
 }
 
+// The progress line's per-cell status reads the newest metrics.jsonl of the cell's run directory,
+// at its top or one folder down (an LM cell's model/).
+TEST(Suite, CellStepStatusReadsTheNewestMetrics) {
+  const auto dir =
+      fs::temp_directory_path() / ("seqlab_test_step_status_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  EXPECT_EQ(cell_step_status("c", (dir / "missing").string(), 100), "");
+  fs::create_directories(dir / "model");
+  EXPECT_EQ(cell_step_status("c", dir.string(), 100), "");
+  std::ofstream(dir / "model" / "metrics.jsonl") << "{\"loss\":2.0,\"step\":10}\n"
+                                                 << "{\"loss\":1.5,\"step\":20}\n";
+  EXPECT_EQ(cell_step_status("c", dir.string(), 100), "c 20/100");
+  EXPECT_EQ(cell_step_status("c", dir.string(), 0), "c step 20");
+  // A half-written last line is skipped, not an error.
+  std::ofstream(dir / "model" / "metrics.jsonl", std::ios::app) << "{\"loss\":1.";
+  EXPECT_EQ(cell_step_status("c", dir.string(), 100), "");
+  fs::remove_all(dir);
+}
+
 // results.jsonl is rewritten as each cell finishes, so a suite stopped part-way (a session's end, a
 // crash) leaves its finished rows: a worker that copies results.jsonl before it runs a cell sees
 // the earlier cells' rows.

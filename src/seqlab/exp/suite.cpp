@@ -22,6 +22,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 extern char** environ;
 
@@ -156,6 +157,35 @@ bool ran_with_other_settings(const fs::path& cells_dir, const nlohmann::json& c,
   return true;
 }
 
+// Waits for a worker to end, calling `tick` every few seconds meanwhile (the progress line's
+// running cells). Returns the pid (< 0 once no child is left) and its wait status.
+std::pair<pid_t, int> wait_for_worker(const std::function<void()>& tick) {
+  using clock = std::chrono::steady_clock;
+  auto last = clock::now();
+  for (int status = 0;;) {
+    const pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0 || (pid < 0 && errno != EINTR)) return {pid, status};
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (clock::now() - last >= std::chrono::seconds(5)) {
+      tick();
+      last = clock::now();
+    }
+  }
+}
+
+// The progress line's status: failures so far, then each running cell's step.
+std::string running_status(const std::vector<Worker>& running, const fs::path& runs_dir,
+                           const std::map<std::string, int64_t>& steps_of, int64_t failed) {
+  std::string s = failed ? fmt::format("{} failed", failed) : "";
+  for (const auto& w : running) {
+    const auto it = steps_of.find(w.id);
+    const auto one =
+        cell_step_status(w.id, (runs_dir / w.id).string(), it == steps_of.end() ? 0 : it->second);
+    if (!one.empty()) s += (s.empty() ? "" : ", ") + one;
+  }
+  return s;
+}
+
 // `rows` as JSON Lines, one row a line, written atomically.
 void write_jsonl(const std::string& path, const std::vector<nlohmann::json>& rows) {
   std::string jsonl;
@@ -179,6 +209,26 @@ std::vector<nlohmann::json> finished_rows(const SuiteSpec& full, const std::stri
 }
 
 }  // namespace
+
+std::string cell_step_status(const std::string& id, const std::string& run_dir, int64_t steps) {
+  std::error_code ec;
+  fs::path newest;
+  fs::file_time_type newest_time{};
+  for (fs::recursive_directory_iterator it(run_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it.depth() > 1) it.disable_recursion_pending();
+    if (it->path().filename() != "metrics.jsonl") continue;
+    const auto t = fs::last_write_time(it->path(), ec);
+    if (!ec && (newest.empty() || t > newest_time)) {
+      newest = it->path();
+      newest_time = t;
+    }
+  }
+  if (newest.empty()) return "";
+  const auto row = nlohmann::json::parse(last_line_of(newest.string()), nullptr, false);
+  if (row.is_discarded() || !row.is_object() || !row.contains("step")) return "";
+  const auto step = row["step"].get<int64_t>();
+  return steps > 0 ? fmt::format("{} {}/{}", id, step, steps) : fmt::format("{} step {}", id, step);
+}
 
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -211,6 +261,10 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   log_info("suite {}: {} cells, {} already done, {} to run on {} workers", spec.name, res.cells,
            res.skipped, pending.size(), jobs);
 
+  std::map<std::string, int64_t> steps_of;  // train.steps of each cell that has them
+  for (const auto& c : spec.cells)
+    if (c.contains("train") && c["train"].is_object() && c["train"].contains("steps"))
+      steps_of[c.at("id").get<std::string>()] = c["train"]["steps"].get<int64_t>();
   Progress bar("suite " + spec.name, res.cells, res.skipped);
   std::vector<Worker> running;
   int64_t done = res.skipped;
@@ -255,11 +309,8 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
       res.failed += static_cast<int64_t>(pending.size());
       break;
     }
-    int status = 0;
-    pid_t pid = -1;
-    do {
-      pid = waitpid(-1, &status, 0);
-    } while (pid < 0 && errno == EINTR);
+    const auto [pid, status] = wait_for_worker(
+        [&] { bar.update(done, running_status(running, runs_dir, steps_of, res.failed)); });
     if (pid < 0) break;
     for (size_t i = 0; i < running.size(); ++i) {
       if (running[i].pid != pid) continue;
