@@ -301,11 +301,9 @@ TEST(Suite, ResultsGrowAsCellsFinish) {
   EXPECT_EQ(cells_in(opt.out + "/seen_parity_elman"),
             (std::vector<std::string>{"parity_lstm", "parity_gru"}));
   // The end of the run adds the baselines.
-  std::stringstream ss(read_file(opt.out + "/results.jsonl"));
-  int n = 0;
-  for (std::string line; std::getline(ss, line); ++n)
-    EXPECT_TRUE(nlohmann::json::parse(line).contains("blind_accuracy")) << line;
-  EXPECT_EQ(n, 6);
+  const auto rows = read_results(opt.out);
+  for (const auto& row : rows) EXPECT_TRUE(row.contains("blind_accuracy")) << row.dump();
+  EXPECT_EQ(rows.size(), 6u);
   fs::remove_all(opt.out);
 }
 
