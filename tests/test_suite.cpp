@@ -244,20 +244,22 @@ SuiteOptions tiny_suite_options(const char* bin, const std::string& name) {
 
 // The progress line's per-cell status reads the newest metrics.jsonl of the cell's run directory,
 // at its top or one folder down (an LM cell's model/).
-TEST(Suite, CellStepStatusReadsTheNewestMetrics) {
+TEST(Suite, CellStepReadsTheNewestMetrics) {
   const auto dir =
       fs::temp_directory_path() / ("seqlab_test_step_status_" + std::to_string(getpid()));
   fs::remove_all(dir);
-  EXPECT_EQ(cell_step_status("c", (dir / "missing").string(), 100), "");
+  EXPECT_EQ(cell_step((dir / "missing").string()), -1);
   fs::create_directories(dir / "model");
-  EXPECT_EQ(cell_step_status("c", dir.string(), 100), "");
+  EXPECT_EQ(cell_step(dir.string()), -1);
   std::ofstream(dir / "model" / "metrics.jsonl") << "{\"loss\":2.0,\"step\":10}\n"
                                                  << "{\"loss\":1.5,\"step\":20}\n";
-  EXPECT_EQ(cell_step_status("c", dir.string(), 100), "c 20/100");
-  EXPECT_EQ(cell_step_status("c", dir.string(), 0), "c step 20");
+  EXPECT_EQ(cell_step(dir.string()), 20);
+  EXPECT_EQ(cell_step_status("c", cell_step(dir.string()), 100), "c 20/100");
+  EXPECT_EQ(cell_step_status("c", 20, 0), "c step 20");
+  EXPECT_EQ(cell_step_status("c", -1, 100), "");
   // A half-written last line is skipped, not an error.
   std::ofstream(dir / "model" / "metrics.jsonl", std::ios::app) << "{\"loss\":1.";
-  EXPECT_EQ(cell_step_status("c", dir.string(), 100), "");
+  EXPECT_EQ(cell_step(dir.string()), -1);
   fs::remove_all(dir);
 }
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 namespace seqlab {
@@ -30,6 +31,24 @@ Progress::~Progress() {
   if (!finished_) finish();
 }
 
+double progress_rate(double elapsed, int64_t start, int64_t done, double resumed, double partial) {
+  const double progressed = static_cast<double>(done - start) + partial - resumed;
+  return elapsed > 0 && progressed > 0 ? progressed / elapsed : 0.0;
+}
+
+double progress_eta(double elapsed, int64_t total, int64_t start, int64_t done, double resumed,
+                    double partial) {
+  const double rate = progress_rate(elapsed, start, done, resumed, partial);
+  if (!(rate > 0)) return -1;
+  return std::max(0.0, static_cast<double>(total - done) - partial) / rate;
+}
+
+void Progress::update(int64_t done, double partial, double resumed, const std::string& status) {
+  partial_ = partial;
+  resumed_ = resumed;
+  update(done, status);
+}
+
 void Progress::update(int64_t done, const std::string& status) {
   done_ = done;
   status_ = status;
@@ -51,11 +70,13 @@ void Progress::finish() {
 void Progress::draw(bool final) {
   if (log_level() < 1) return;
   const double el = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
-  const double rate = el > 0 ? (done_ - start_) / el : 0.0;
-  const double eta = rate > 0 ? (total_ - done_) / rate : -1;
-  // Slow units (suite cells) read better as seconds per unit.
-  const std::string speed = rate >= 1 || rate <= 0 ? fmt::format("{:.1f} it/s", rate)
-                                                   : fmt::format("{:.1f} s/it", 1.0 / rate);
+  const double rate = progress_rate(el, start_, done_, resumed_, partial_);
+  const double eta = progress_eta(el, total_, start_, done_, resumed_, partial_);
+  // Slow units (suite cells) read better as time per unit.
+  std::string speed = fmt::format("{:.1f} it/s", rate);
+  if (rate > 0 && rate < 1)
+    speed =
+        1 / rate < 60 ? fmt::format("{:.1f} s/it", 1 / rate) : format_duration(1 / rate) + "/it";
   std::string line;
   if (tty_) {
     const int width = 24;

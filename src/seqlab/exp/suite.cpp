@@ -173,17 +173,23 @@ std::pair<pid_t, int> wait_for_worker(const std::function<void()>& tick) {
   }
 }
 
-// The progress line's status: failures so far, then each running cell's step.
-std::string running_status(const std::vector<Worker>& running, const fs::path& runs_dir,
-                           const std::map<std::string, int64_t>& steps_of, int64_t failed) {
+// The progress line's status (failures so far, then each running cell's step) and the running
+// cells' partial work (the sum of their fractions of their steps), for the eta.
+std::pair<std::string, double> running_status(const std::vector<Worker>& running,
+                                              const fs::path& runs_dir,
+                                              const std::map<std::string, int64_t>& steps_of,
+                                              int64_t failed) {
   std::string s = failed ? fmt::format("{} failed", failed) : "";
+  double partial = 0;
   for (const auto& w : running) {
     const auto it = steps_of.find(w.id);
-    const auto one =
-        cell_step_status(w.id, (runs_dir / w.id).string(), it == steps_of.end() ? 0 : it->second);
+    const int64_t steps = it == steps_of.end() ? 0 : it->second;
+    const int64_t step = cell_step((runs_dir / w.id).string());
+    if (step >= 0 && steps > 0) partial += std::min(1.0, static_cast<double>(step) / steps);
+    const auto one = cell_step_status(w.id, step, steps);
     if (!one.empty()) s += (s.empty() ? "" : ", ") + one;
   }
-  return s;
+  return {s, partial};
 }
 
 // `rows` as JSON Lines, one row a line, written atomically.
@@ -210,7 +216,7 @@ std::vector<nlohmann::json> finished_rows(const SuiteSpec& full, const std::stri
 
 }  // namespace
 
-std::string cell_step_status(const std::string& id, const std::string& run_dir, int64_t steps) {
+int64_t cell_step(const std::string& run_dir) {
   std::error_code ec;
   fs::path newest;
   fs::file_time_type newest_time{};
@@ -223,10 +229,14 @@ std::string cell_step_status(const std::string& id, const std::string& run_dir, 
       newest_time = t;
     }
   }
-  if (newest.empty()) return "";
+  if (newest.empty()) return -1;
   const auto row = nlohmann::json::parse(last_line_of(newest.string()), nullptr, false);
-  if (row.is_discarded() || !row.is_object() || !row.contains("step")) return "";
-  const auto step = row["step"].get<int64_t>();
+  if (row.is_discarded() || !row.is_object() || !row.contains("step")) return -1;
+  return row["step"].get<int64_t>();
+}
+
+std::string cell_step_status(const std::string& id, int64_t step, int64_t steps) {
+  if (step < 0) return "";
   return steps > 0 ? fmt::format("{} {}/{}", id, step, steps) : fmt::format("{} step {}", id, step);
 }
 
@@ -268,6 +278,7 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
   Progress bar("suite " + spec.name, res.cells, res.skipped);
   std::vector<Worker> running;
   int64_t done = res.skipped;
+  double resumed = 0;  // the work the cells started in this run had done before it (for the eta)
   // A cell may name cells it needs finished first ("after": [ids], e.g. a conversion needs its
   // teacher); it starts once they have results, and fails without running if one failed.
   auto finished = [&](const std::string& id) {
@@ -297,6 +308,11 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
         bar.update(++done, fmt::format("{} failed", res.failed));
         continue;
       }
+      // A resumed cell's steps before this run are not this run's rate.
+      const auto steps = steps_of.find(id);
+      const int64_t before = cell_step((runs_dir / id).string());
+      if (steps != steps_of.end() && steps->second > 0 && before > 0)
+        resumed += std::min(1.0, static_cast<double>(before) / steps->second);
       running.push_back({spawn_cell(opt.worker_exe, (cells_dir / (id + ".json")).string(),
                                     (runs_dir / id).string(), (cells_dir / (id + ".log")).string()),
                          id});
@@ -309,8 +325,10 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
       res.failed += static_cast<int64_t>(pending.size());
       break;
     }
-    const auto [pid, status] = wait_for_worker(
-        [&] { bar.update(done, running_status(running, runs_dir, steps_of, res.failed)); });
+    const auto [pid, status] = wait_for_worker([&] {
+      const auto [text, partial] = running_status(running, runs_dir, steps_of, res.failed);
+      bar.update(done, partial, resumed, text);
+    });
     if (pid < 0) break;
     for (size_t i = 0; i < running.size(); ++i) {
       if (running[i].pid != pid) continue;
@@ -332,7 +350,8 @@ SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt) {
       running.erase(running.begin() + static_cast<long>(i));
       break;
     }
-    bar.update(++done, res.failed ? fmt::format("{} failed", res.failed) : "");
+    const auto [text, partial] = running_status(running, runs_dir, steps_of, res.failed);
+    bar.update(++done, partial, resumed, text);
   }
   bar.finish();
 

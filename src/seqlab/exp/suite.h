@@ -73,11 +73,14 @@ struct SuiteOutcome {
 // and the plots over every finished cell of the whole grid.
 SuiteOutcome run_suite(const SuiteSpec& full, const SuiteOptions& opt);
 
-// How far a running cell has trained, for the suite's progress line: "<id> <step>/<steps>" from
-// the last line of the newest metrics.jsonl in its run directory (or in a folder of it, such as
-// an LM cell's model/), or "<id> step <step>" when `steps` is not known (<= 0); empty before
-// the cell has logged a step.
-std::string cell_step_status(const std::string& id, const std::string& run_dir, int64_t steps);
+// How far a running cell has trained: the step on the last line of the newest metrics.jsonl in
+// its run directory (or in a folder of it, such as an LM cell's model/); -1 before the cell has
+// logged a step, or while that line is half-written.
+int64_t cell_step(const std::string& run_dir);
+
+// The suite's progress line names each running cell's step: "<id> <step>/<steps>", or
+// "<id> step <step>" when `steps` is not known (<= 0); empty when `step` < 0.
+std::string cell_step_status(const std::string& id, int64_t step, int64_t steps);
 
 // The rows of <out>/results.jsonl, in file order. Errors: the file is missing, a line is not JSON.
 std::vector<nlohmann::json> read_results(const std::string& out);
