@@ -8,6 +8,7 @@
 #include "seqlab/core/machine.h"
 #include "seqlab/core/progress.h"
 #include "seqlab/exp/cell.h"
+#include "seqlab/exp/cells/kinds.h"
 #include "seqlab/exp/suite.h"
 
 #include <fmt/format.h>
@@ -80,6 +81,22 @@ int run_suite_cell(const CellArgs& a) {
 }
 
 }  // namespace
+
+bool is_memory_measuring_cell(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "suite-cell") return false;
+  std::string file;
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--cell" && i + 1 < argc) file = argv[i + 1];
+    if (arg.rfind("--cell=", 0) == 0) file = arg.substr(7);
+  }
+  try {
+    const auto spec = nlohmann::json::parse(read_file(file), nullptr, false);
+    return !spec.is_discarded() && cell_kind_of(spec).measures_memory;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
 
 void add_suite_commands(CLI::App& app, Actions& actions) {
   auto a = std::make_shared<SuiteArgs>();

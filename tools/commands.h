@@ -72,6 +72,11 @@ struct ClassifierEvalArgs {
 };
 int eval_classifier(const ClassifierEvalArgs& a);
 
+// Whether this command line is a suite worker (`suite-cell --cell FILE`) whose cell's kind
+// measures memory (CellKind::measures_memory): main() then leaves glibc's malloc defaults
+// (core/malloc_tune.h). False for anything it cannot read; the command itself reports that.
+bool is_memory_measuring_cell(int argc, char** argv);
+
 // main(): runs the command line and returns the exit code; a seqlab::Error, c10::Error or other
 // exception prints "error: ..." and returns 2. parse_only stops after the flags are parsed and
 // checked, before any command runs (fuzz/fuzz_cli.cpp; it builds tools/ with SEQLAB_CLI_NO_MAIN).

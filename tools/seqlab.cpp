@@ -101,7 +101,8 @@ int seqlab::cli::run_cli(int argc, char** argv, bool parse_only) {
 
 #ifndef SEQLAB_CLI_NO_MAIN
 int main(int argc, char** argv) {
-  seqlab::tune_malloc();  // core/malloc_tune.h: before LibTorch allocates
+  // core/malloc_tune.h, before LibTorch allocates; not in a worker whose cell measures memory.
+  if (!seqlab::cli::is_memory_measuring_cell(argc, argv)) seqlab::tune_malloc();
   return seqlab::cli::run_cli(argc, argv, /*parse_only=*/false);
 }
 #endif

@@ -9,13 +9,14 @@ namespace detail {
 CellKindRegistrar::CellKindRegistrar(
     const std::string& name, int order, std::string help,
     std::function<nlohmann::json(const nlohmann::json&, const std::string&)> run,
-    std::function<void(const nlohmann::json&)> check) {
+    std::function<void(const nlohmann::json&)> check, bool measures_memory) {
   auto& r = Registry<CellKind>::instance();
   auto& e = r.slot(name);
   e.order = order;
   e.help = std::move(help);
   e.run = std::move(run);
   e.check = std::move(check);
+  e.measures_memory = measures_memory;
   r.sort();
 }
 

@@ -27,6 +27,9 @@ struct CellKind {
   std::string help;  // one line: what a cell of this kind does
   std::function<nlohmann::json(const nlohmann::json& cell, const std::string& run_dir)> run;
   std::function<void(const nlohmann::json& cell)> check;
+  // Its rows report training memory (resident-set peaks), so its worker runs on glibc's malloc
+  // defaults (core/malloc_tune.h keeps freed memory, which the peaks would count).
+  bool measures_memory = false;
 };
 
 // Every kind, in registration order (then by name).
@@ -46,7 +49,7 @@ namespace detail {
 struct CellKindRegistrar {
   CellKindRegistrar(const std::string& name, int order, std::string help,
                     std::function<nlohmann::json(const nlohmann::json&, const std::string&)> run,
-                    std::function<void(const nlohmann::json&)> check);
+                    std::function<void(const nlohmann::json&)> check, bool measures_memory = false);
 };
 }  // namespace detail
 
@@ -54,6 +57,7 @@ struct CellKindRegistrar {
 
 // Registers a cell kind from its own file:
 //   SEQLAB_REGISTER_CELL_KIND("lm_bench", 30, "generation speed and state memory", run, check);
-#define SEQLAB_REGISTER_CELL_KIND(name, order, help, run, check)                               \
+// with a last argument `true` for a kind that measures memory (CellKind::measures_memory).
+#define SEQLAB_REGISTER_CELL_KIND(name, order, help, run, ...)                                 \
   static const ::seqlab::detail::CellKindRegistrar SEQLAB_REGISTRY_NAME(cell_kind_registrar_)( \
-      name, order, help, run, check)
+      name, order, help, run, __VA_ARGS__)
