@@ -47,6 +47,9 @@ TEST(ServeCli, BadFlagsAreOneLineErrors) {
   expect_cli_error("serve --model " + dir + " --port 70000", "--port");
   expect_cli_error("serve --model " + dir + " --max-batch 0", "--max-batch");
   expect_cli_error("serve --model /nonexistent/model", "--model");
+  // --cache-bytes takes a unit (256M = 256 MiB): the flags parse, and the model is what fails.
+  expect_cli_error("serve --model /nonexistent/model --cache-bytes 256M", "--model");
+  expect_cli_error("serve --model " + dir + " --cache-bytes 12Q", "--cache-bytes");
   expect_cli_error("serve --model " + dir + " --host 256.1.1.1 --port 0", "256.1.1.1");
   auto help = run_seqlab("serve --help");
   EXPECT_EQ(help.code, 0);

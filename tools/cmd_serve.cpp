@@ -94,9 +94,10 @@ void add_serve_commands(CLI::App& app, Actions& actions) {
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--cache-bytes", c.scheduler.cache_bytes,
-                  "session cache budget in bytes (0 = no cache); least recently used states go "
-                  "first")
+                  "session cache budget in bytes, or with a unit: 256M, 2G (k, M, G are powers "
+                  "of 1024; 0 = no cache); least recently used states go first")
       ->capture_default_str()
+      ->transform(CLI::AsSizeValue(false).description(""))
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--max-prompt-tokens", c.max_prompt_tokens, "longer prompts get HTTP 400")
       ->capture_default_str()
