@@ -302,6 +302,35 @@ TEST(FastFamilyKernels, RmsNormSiluMulAndLayerNormEpsMatchFloat64) {
   infer::set_kernel(Kernel::automatic);
 }
 
+// Mamba's selective-scan channel: h <- exp(dl a) h + du B, returns h . C, for state sizes with and
+// without a tail past the 8-lane blocks, and decays from ~1 to underflow.
+TEST(FastFamilyKernels, ScanChannelMatchesFloat64) {
+  torch::manual_seed(11);
+  for (int64_t N : {1, 5, 8, 16, 19, 64}) {
+    for (float dl : {1e-3f, 0.5f, 40.0f}) {
+      const auto a = -torch::rand({N}) * 4 - 0.01, B = torch::randn({N}), C = torch::randn({N});
+      const auto h0 = torch::randn({N}) * 3;
+      const float du = 0.7f;
+      const auto ad = a.to(torch::kDouble), hd = h0.to(torch::kDouble);
+      const auto ref_h = torch::exp(dl * ad) * hd + du * B.to(torch::kDouble);
+      const double ref_y = (ref_h * C.to(torch::kDouble)).sum().item<double>();
+      const double scale = (ref_h * C.to(torch::kDouble)).abs().sum().item<double>();
+      for (auto k : {Kernel::scalar, Kernel::avx2}) {
+        infer::set_kernel(k);
+        auto h = h0.clone();
+        const float y = infer::scan_channel(a.data_ptr<float>(), dl, du, B.data_ptr<float>(),
+                                            C.data_ptr<float>(), h.data_ptr<float>(), N);
+        const auto tag = std::string(infer::kernel_name(k)) + " N " + std::to_string(N) + " dl " +
+                         std::to_string(dl);
+        EXPECT_TRUE(((h - ref_h).abs() <= 1e-6 * ref_h.abs().clamp_min(1.0)).all().item<bool>())
+            << tag;
+        EXPECT_NEAR(y, ref_y, 1e-6 * scale + 1e-30) << tag;
+      }
+    }
+  }
+  infer::set_kernel(Kernel::automatic);
+}
+
 TEST(FastFamilyKernels, RopeRotateMatchesFloat64) {
   torch::manual_seed(5);
   for (int64_t half : {1, 4, 8, 13, 32, 64}) {

@@ -407,6 +407,17 @@ void silu_mul(const float* g, const float* u, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+float scan_channel(const float* a, float dl, float du, const float* B, const float* C, float* h,
+                   int64_t N) {
+  if (active_kernel() == Kernel::avx2) return scan_channel_avx2(a, dl, du, B, C, h, N);
+  float sum = 0;
+  for (int64_t n = 0; n < N; ++n) {
+    h[n] = std::exp(dl * a[n]) * h[n] + du * B[n];
+    sum += h[n] * C[n];
+  }
+  return sum;
+}
+
 void gelu(float* x, int64_t n) {
   if (active_kernel() == Kernel::avx2) {
     gelu_avx2(x, n);

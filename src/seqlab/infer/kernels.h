@@ -89,6 +89,12 @@ void gelu_tanh(float* x, int64_t n);
 // x1 cos - x2 sin, x2 cos + x1 sin, with cos, sin [half] (infer/fast_rope.h). With AVX2, 8 pairs at
 // a time (the compiler may fuse a product into the sum: within an ulp of the scalar twin).
 void rope_rotate(float* x, const float* cos, const float* sin, int64_t half);
+// One channel of Mamba's selective scan (infer/mixers/mamba.cpp): h[n] = exp(dl a[n]) h[n] +
+// du B[n] for n < N, returns sum_n h[n] C[n]. With AVX2, 8 states at a time (exp by exp256,
+// relative error < 2e-7; the sum in 8 lanes, then across them); the scalar twin calls std::exp and
+// sums in order. Both are tested against float64.
+float scan_channel(const float* a, float dl, float du, const float* B, const float* C, float* h,
+                   int64_t N);
 // In-place softmax over n values.
 void softmax(float* x, int64_t n);
 

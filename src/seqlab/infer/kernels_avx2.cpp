@@ -183,6 +183,29 @@ __attribute__((target("avx2,fma"))) void silu_mul_avx2(const float* g, const flo
   for (; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
 }
 
+// One selective-scan channel, 8 states at a time; the tail (N not a multiple of 8) as the scalar
+// twin does it.
+__attribute__((target("avx2,fma"))) float scan_channel_avx2(const float* a, float dl, float du,
+                                                            const float* B, const float* C,
+                                                            float* h, int64_t N) {
+  const __m256 vdl = _mm256_set1_ps(dl), vdu = _mm256_set1_ps(du);
+  __m256 acc = _mm256_setzero_ps();
+  int64_t n = 0;
+  for (; n + 8 <= N; n += 8) {
+    const __m256 decay = exp256(_mm256_mul_ps(vdl, _mm256_loadu_ps(a + n)));
+    const __m256 hn =
+        _mm256_fmadd_ps(decay, _mm256_loadu_ps(h + n), _mm256_mul_ps(vdu, _mm256_loadu_ps(B + n)));
+    _mm256_storeu_ps(h + n, hn);
+    acc = _mm256_fmadd_ps(hn, _mm256_loadu_ps(C + n), acc);
+  }
+  float sum = hsum256(acc);
+  for (; n < N; ++n) {
+    h[n] = std::exp(dl * a[n]) * h[n] + du * B[n];
+    sum += h[n] * C[n];
+  }
+  return sum;
+}
+
 __attribute__((target("avx2,fma"))) void rope_rotate_avx2(float* x, const float* cos,
                                                           const float* sin, int64_t half) {
   float* x2 = x + half;

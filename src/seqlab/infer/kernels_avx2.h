@@ -90,6 +90,9 @@ __attribute__((target("avx2,fma"))) void silu_mul_avx2(const float* g, const flo
 __attribute__((target("avx2,fma"))) void rope_rotate_avx2(float* x, const float* cos,
                                                           const float* sin, int64_t half);
 __attribute__((target("avx2,fma"))) void softmax_avx2(float* x, int64_t n);
+__attribute__((target("avx2,fma"))) float scan_channel_avx2(const float* a, float dl, float du,
+                                                            const float* B, const float* C,
+                                                            float* h, int64_t N);
 __attribute__((target("avx2,fma"))) void vecmat_avx2(const float* M, const float* p, float* y,
                                                      int64_t rows, int64_t cols);
 

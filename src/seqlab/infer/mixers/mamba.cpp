@@ -11,6 +11,7 @@
 // and h for one sequence, in for_each order).
 #include "seqlab/core/error.h"
 #include "seqlab/infer/fast_mixer.h"
+#include "seqlab/infer/kernels.h"
 #include "seqlab/mixers/mamba.h"
 #include "seqlab/mixers/registry.h"
 
@@ -108,13 +109,7 @@ class FastMamba : public FastMixer {
     for (int64_t e = 0; e < E_; ++e) {
       const float dl = softplus(delta[e]);
       const float du = dl * xc[e];
-      const float* a = a_.data() + e * N_;
-      float* he = h + e * N_;
-      float acc = 0;
-      for (int64_t n = 0; n < N_; ++n) {
-        he[n] = std::exp(dl * a[n]) * he[n] + du * B[n];
-        acc += he[n] * C[n];
-      }
+      const float acc = scan_channel(a_.data() + e * N_, dl, du, B, C, h + e * N_, N_);
       y[e] = (acc + skip_[e] * xc[e]) * silu(z[e]);
     }
   }
