@@ -21,12 +21,15 @@ std::string corpus() {
   return p;
 }
 
+// `shape` is the width, heads and layers; the directory is named after arch, extra and shape.
 std::string lm_model(const std::string& arch, const std::string& text,
-                     const std::string& extra = "") {
-  const auto d = cli_tmp("lm_" + arch + (extra.empty() ? "" : "_extra"));
+                     const std::string& extra = "",
+                     const std::string& shape = "--d-model 16 --n-head 2 --n-layer 1") {
+  const bool tiny = shape.rfind("--d-model 16 ", 0) == 0;
+  const auto d = cli_tmp("lm_" + arch + (extra.empty() ? "" : "_extra") + (tiny ? "" : "_big"));
   auto r = run_seqlab("train --task lm --corpus " + text + " --tokenizer byte --arch " + arch +
-                      " " + extra +
-                      " --d-model 16 --n-head 2 --n-layer 1 --min-len 16 --max-len 16 "
+                      " " + extra + " " + shape +
+                      " --min-len 16 --max-len 16 "
                       "--max-context 96 --steps 2 --batch 2 --eval-size 2 --threads 1 -q --out " +
                       d);
   EXPECT_EQ(r.code, 0) << r.err;
@@ -133,6 +136,30 @@ TEST(BenchDecodeCli, EveryFormatHoldsEveryRow) {
   expect_cli_error("bench decode --model " + sm + " --batch 0", "--batch");
   expect_cli_error("bench decode --model " + sm + " --format xml", "--format");
   expect_cli_error("bench decode --model " + sm + " --engines fast,jax", "jax");
+}
+
+// Each row's peak is its child's own (VmHWM), not wait4's ru_maxrss: a posix_spawn child's
+// maxrss starts at the bench process's peak, and the bench process loads every model first. So a
+// tiny model benched after a 100+ MB one reads what it reads alone, not the big model's load.
+TEST(BenchDecodeCli, PeakIsEachChildsOwn) {
+  const auto text = corpus();
+  const auto tiny = lm_model("t2r", text);
+  const auto big = lm_model("t2r", text, "", "--d-model 768 --n-head 4 --n-layer 4");
+  auto tiny_peak = [&](const std::string& models) {
+    auto b = run_seqlab("bench decode --model " + models +
+                        " --contexts 8 --gen 2 --engines torch --reps 1 -q --format json");
+    EXPECT_EQ(b.code, 0) << b.err;
+    std::map<std::string, double> peak;  // model -> its tg row's peak
+    for (const auto& row : nlohmann::json::parse(b.out))
+      if (row["test"] == "tg") peak[row["model"].get<std::string>()] = row["peak_rss_mb"];
+    EXPECT_EQ(peak.count(tiny), 1u) << b.out;
+    return std::make_pair(peak[tiny], peak[big]);
+  };
+  const double alone = tiny_peak(tiny).first;
+  const auto [after_big, big_peak] = tiny_peak(big + "," + tiny);
+  // The big model's weights alone are 113 MB (28 M fp32 parameters).
+  EXPECT_GT(big_peak, alone + 80) << "big " << big_peak << " MB, tiny " << alone << " MB";
+  EXPECT_NEAR(after_big, alone, 25) << "the tiny model's peak after the big one was loaded";
 }
 
 // A model the fast engine does not support (a mixture of attentive experts): its fast rows are

@@ -1,16 +1,17 @@
 // The up-front memory check (train/memory_estimate.h): how the estimate scales, the refusal, and
 // that it is within 2x of what a real training run measures.
 #include "cli_testing.h"
+#include "spawn_testing.h"
 
 #include "seqlab/train/memory_estimate.h"
 
 #include <gtest/gtest.h>
 
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
+#include <nlohmann/json.hpp>
 
-#include <sstream>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 
 using namespace seqlab;
 
@@ -29,21 +30,16 @@ ModelConfig config(const std::string& arch, int64_t d, int64_t layers) {
   return m;
 }
 
-// Peak resident memory (KB) of one `seqlab <args>` process.
+// Peak resident memory (KB) of one `seqlab <args> --json` process (a train command), as it
+// reports it: its own VmHWM. Started with posix_spawn, like a suite worker: wait4's ru_maxrss (or
+// the child's getrusage) would start at this test process's peak, so after the earlier tests in
+// the same process every run would read the same number.
 long peak_kb(const std::string& args) {
-  std::vector<std::string> a = {seqlab::testing::seqlab_bin()};
-  std::istringstream in(args);
-  for (std::string w; in >> w;) a.push_back(w);
-  std::vector<char*> argv;
-  for (auto& s : a) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
-  int status = 0;
-  rusage ru{};
-  EXPECT_EQ(wait4(pid, &status, 0, &ru), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << args;
-  return ru.ru_maxrss;
+  const auto r = seqlab::testing::spawn_seqlab(args + " --json");
+  EXPECT_EQ(r.code, 0) << args;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_TRUE(j.is_object() && j.contains("peak_rss_mb")) << args << "\n" << r.out;
+  return j.is_object() ? std::lround(j.value("peak_rss_mb", 0.0) * 1024) : 0;
 }
 
 }  // namespace
@@ -100,4 +96,43 @@ TEST(MemoryEstimate, IsWithinTwiceTheMeasuredPeakOfARealRun) {
   const double measured = static_cast<double>(peak - base);
   EXPECT_GT(est, measured / 2) << "estimate " << est << " KB, measured " << measured << " KB";
   EXPECT_LT(est, measured * 2) << "estimate " << est << " KB, measured " << measured << " KB";
+}
+
+// `train --json` reports the run's own peak (VmHWM). This test process first raises its own peak
+// by 1 GiB: a run it then starts through posix_spawn would read at least that from getrusage (its
+// maxrss starts at this process's peak), while the run itself stays far below.
+TEST(MemoryEstimate, TrainReportsItsOwnPeak) {
+  seqlab::testing::raise_own_peak(1024);
+  const long kb = peak_kb(
+      "train --task parity --arch gru --d-model 16 --n-layer 1 --batch 2 --max-len 8 --steps 2 "
+      "--threads 1 --eval-size 4 -q --out " +
+      seqlab::testing::cli_tmp("own_peak"));
+  EXPECT_GT(kb, 10 * 1024);   // at least the runtime
+  EXPECT_LT(kb, 700 * 1024);  // a 2-step GRU run: about 160 MB here, far below 1 GiB
+}
+
+// A mae_deq suite worker's run memory starts from its own peak, not the suite process's: after
+// this process's peak is raised by 1 GiB, a two-step cell spawned as the suite spawns it reads its
+// start and peak far below that (with getrusage both read above 1 GiB and the difference 0).
+TEST(MemoryEstimate, SuiteWorkerMeasuresItsOwnPeak) {
+  seqlab::testing::raise_own_peak(1024);
+  const auto dir = seqlab::testing::cli_tmp("worker_peak");
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/cell.json")
+      << R"({"kind": "mae_deq", "id": "mix_mha_t", "group": "mix", "label": "t",
+    "model": {"arch": "softmax", "d_model": 32, "n_head": 2, "n_layer": 1, "max_context": 22,
+              "head": "lm"},
+    "task": {"task": "copy_reverse_sort", "min_len": 11, "max_len": 22},
+    "train": {"batch": 8, "steps": 2, "lr": 0.001, "eval_every": 2, "eval_size": 8,
+              "log_every": 1, "threads": 1, "seed": 0},
+    "eval_size": 8})";
+  const auto r = seqlab::testing::spawn_seqlab("suite-cell --cell " + dir + "/cell.json --out " +
+                                               dir + "/run --threads 1 -q");
+  ASSERT_EQ(r.code, 0);
+  const auto row = nlohmann::json::parse(seqlab::testing::slurp_file(dir + "/cell.result.json"))
+                       .at("rows")
+                       .at(0);
+  EXPECT_LT(row.at("rss_start_mb").get<double>(), 700) << row.dump();
+  EXPECT_LT(row.at("rss_peak_mb").get<double>(), 700) << row.dump();
+  EXPECT_GT(row.at("train_mem_mb").get<double>(), 0) << row.dump();
 }

@@ -4,6 +4,7 @@
 #include "commands.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/own_memory.h"
 #include "seqlab/infer/bench.h"
 #include "seqlab/infer/roofline.h"
 #include "seqlab/train/bench_train.h"
@@ -51,7 +52,8 @@ int run_decode_worker(DecodeRunArgs& a) {
                                  a.decoder_threads, parse_weight_format(a.weights));
   std::cout << nlohmann::json{{"prefill_s", m.prefill_s},
                               {"gen_s", m.gen_s},
-                              {"state_bytes", m.state_bytes}}
+                              {"state_bytes", m.state_bytes},
+                              {"peak_rss_kb", own_peak_rss_kb()}}
                    .dump()
             << "\n";
   return 0;

@@ -5,6 +5,7 @@
 #include "commands.h"
 
 #include "seqlab/core/error.h"
+#include "seqlab/core/own_memory.h"
 #include "seqlab/train/distributed.h"
 #include "seqlab/train/launch.h"
 #include "seqlab/train/trainer.h"
@@ -76,7 +77,8 @@ int run_train(const TrainArgs& a) {
                                 {"eval_accuracy", r.eval_accuracy},
                                 {"eval_loss", r.eval_loss},
                                 {"eval_ppl", r.eval_ppl},
-                                {"seconds", r.seconds}}
+                                {"seconds", r.seconds},
+                                {"peak_rss_mb", own_peak_rss_kb() / 1024.0}}
                      .dump()
               << "\n";
   } else {

@@ -121,10 +121,13 @@ DecodeMeasurement measure_in_child(const DecodeBenchConfig& cfg, const std::stri
     m.prefill_s = j.at("prefill_s").get<double>();
     m.gen_s = j.at("gen_s").get<double>();
     m.state_bytes = j.at("state_bytes").get<int64_t>();
+    m.peak_rss_kb = j.at("peak_rss_kb").get<int64_t>();
   } catch (const nlohmann::json::exception& e) {
     fail("bench: unexpected output from the worker for {}: '{}' ({})", model, last, e.what());
   }
-  m.peak_rss_kb = ru.ru_maxrss;  // Linux: kilobytes
+  // The child's own VmHWM, not wait4's ru_maxrss: a posix_spawn child's maxrss starts at this
+  // process's peak, and this process has loaded every model (core/own_memory.h).
+  if (m.peak_rss_kb < 0) m.peak_rss_kb = ru.ru_maxrss;  // no /proc: an upper bound
   return m;
 }
 

@@ -6,8 +6,10 @@
 //   tg  generation: then --gen more tokens, greedy, each sampled from the logits and consumed
 //
 // Every (model, engine, context, repetition) runs in a child process of its own (the seqlab
-// binary re-executed with the hidden `bench decode-run`), so its peak resident memory is read
-// from that child alone (wait4's ru_maxrss) and peaks do not accumulate across measurements.
+// binary re-executed with the hidden `bench decode-run`), so its peak resident memory is that
+// child's alone and peaks do not accumulate across measurements. The child reports its own VmHWM
+// (core/own_memory.h): wait4's ru_maxrss would start at this process's peak, which has loaded
+// every model.
 // The peak includes the LibTorch runtime and the model's LibTorch weights, which every child
 // loads; the decoder state each engine holds is reported beside it.
 // Model loading (and the fast engine's weight copy) is not timed. Fast generation rows also carry
@@ -47,7 +49,7 @@ struct DecodeBenchConfig {
 struct DecodeMeasurement {
   double prefill_s = 0, gen_s = 0;
   int64_t state_bytes = 0;  // the engine's decoder state after the run
-  int64_t peak_rss_kb = 0;  // filled in by the parent (ru_maxrss of the child)
+  int64_t peak_rss_kb = 0;  // the child's own VmHWM, as it reports it to the parent
 };
 
 // Loads the model (merging adapters), builds the engine and times prefill of `context` random

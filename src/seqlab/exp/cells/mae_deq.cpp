@@ -4,6 +4,7 @@
 
 #include "seqlab/core/atomic_file.h"
 #include "seqlab/core/error.h"
+#include "seqlab/core/own_memory.h"
 #include "seqlab/exp/cells/kinds.h"
 #include "seqlab/mixers/mae.h"
 #include "seqlab/model/deq.h"
@@ -15,7 +16,6 @@
 #include "seqlab/train/evaluate_lm.h"
 
 #include <malloc.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <cmath>
@@ -42,19 +42,16 @@ void from_json(const nlohmann::json& j, DeqTracePoint& p) {
 
 namespace {
 
+// This worker's own resident high-water mark (core/own_memory.h: not getrusage's ru_maxrss,
+// which in a worker spawned by the suite process starts at the suite process's peak).
 double peak_rss_mb() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss / 1024.0;  // Linux: kilobytes
+  return static_cast<double>(own_peak_rss_kb()) / 1024.0;
 }
 
 // A field of /proc/self/status in MB ("VmRSS", "VmHWM"); -1 when unreadable.
 double status_mb(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(field + ":", 0) == 0) return std::stod(line.substr(field.size() + 1)) / 1024.0;
-  return -1;
+  const int64_t kb = proc_status_kb(field);
+  return kb < 0 ? -1 : static_cast<double>(kb) / 1024.0;
 }
 
 // The memory one training step (forward + loss + backward, at the training batch and length)

@@ -4,8 +4,9 @@
 //   {"id", "kind": "mae_deq", "group": "lm" | "mix" | "deq", "label", "model", "task", "train",
 //    "eval": {"context", "max_tokens"} (lm tasks), "eval_size" (synthetic tasks)}
 //
-// One MaeDeqRow. Memory is the worker process's getrusage(RUSAGE_SELF).ru_maxrss: every cell runs
-// in its own process (exp/suite.h), so the peak belongs to that one training run and nothing else.
+// One MaeDeqRow. Memory is the worker process's own resident high-water mark (VmHWM,
+// core/own_memory.h): every cell runs in its own process (exp/suite.h), so the peak belongs to
+// that one training run and nothing else.
 #pragma once
 
 #include "seqlab/exp/cells/fields.h"

@@ -258,7 +258,7 @@ std::string deq_section(const Groups& deq) {
       "\n## DEQ: perplexity, peak training memory, the solver\n\nWordNet bytes, {} tokens per "
       "sequence, batch {}, d_model {}, 4 heads, one worker process per model, one thread. Depth "
       "= applications of the cell (DEQ: the solver's threshold) or blocks. \"training\": "
-      "getrusage(RUSAGE_SELF).ru_maxrss of the model's own worker after training minus before it "
+      "the resident high-water mark of the model's own worker after training minus before it "
       "(what training added at its peak: autograd graph, solver history, optimizer state, the "
       "corpus). \"step\": what one training step (forward, loss, backward at the training batch "
       "and length, on the trained model) adds: the rise of the resident high-water mark (VmHWM, "
