@@ -108,6 +108,35 @@ TEST(ChomskyReport, ScoreIsTheMeanOverScoreLengthsOfCompleteSeeds) {
       << md;
 }
 
+// One column per architecture, across tasks whose training streams differ in length for the same
+// n (reverse_string T = 2n + 1, parity T = n): the first report of the full grid split every
+// architecture into a column per task.
+TEST(ChomskyReport, OneColumnPerArchitectureAcrossTasks) {
+  std::vector<nlohmann::json> rows;
+  for (auto n : chomsky_score_lengths())
+    for (const char* arch : {"lstm", "softmax"}) {
+      rows.push_back(row(arch, 0, n, 0.9));
+      auto p = row(arch, 0, n, 0.8);
+      p["task"] = "parity";
+      p["train_length"] = 40;
+      p["test_length"] = n;
+      rows.push_back(p);
+    }
+  const auto md = chomsky_report(rows, "");
+  EXPECT_NE(md.find("| task | tier | lstm | softmax | *input-blind* |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| parity | R | 0.800 | 0.800 |"), std::string::npos) << md;
+  // A second width of one architecture still gets its own column, named by its configuration.
+  for (auto n : chomsky_score_lengths()) {
+    auto w = row("lstm", 0, n, 0.7);
+    w["d_model"] = 128;
+    rows.push_back(w);
+  }
+  const auto two = chomsky_report(rows, "");
+  EXPECT_NE(two.find("| task | tier | lstm d64 L2 n<=40 | softmax | lstm d128 L2 n<=40 |"),
+            std::string::npos)
+      << two;
+}
+
 // gnuplot accepts the heatmap's script: the image exists and the report links it.
 TEST(ChomskyReport, ScoreHeatmapRenders) {
   if (!have_gnuplot()) GTEST_SKIP() << "gnuplot not installed";

@@ -60,9 +60,15 @@ struct Scores {
   std::set<int64_t> tested_n;  // every n the rows test, for the note when none is scored
 };
 
+// A row's configuration: width, depth and the training input length n. The training stream length
+// differs between tasks for the same n (even_pairs trains to T = 42 for n = 40), so n, not T,
+// tells two configurations of one architecture apart.
 std::string config_of(const nlohmann::json& r) {
-  return fmt::format("d{} L{} train<={}", r.value("d_model", int64_t{0}),
-                     r.value("n_layer", int64_t{0}), r.value("train_length", int64_t{0}));
+  const auto T = r.value("train_length", int64_t{0});
+  const auto* t = find_task(r.value("task", std::string()));
+  const auto n = t ? t->input_length(T) : std::nullopt;
+  return fmt::format("d{} L{} {}", r.value("d_model", int64_t{0}), r.value("n_layer", int64_t{0}),
+                     n ? fmt::format("n<={}", *n) : fmt::format("T<={}", T));
 }
 
 Scores collect(const std::vector<nlohmann::json>& rows) {
