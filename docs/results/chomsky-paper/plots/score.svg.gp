@@ -11,9 +11,9 @@ set linetype 16 lc rgb '#843c39'
 set linetype cycle 16
 set title 'Deletang et al. score (accuracy averaged over n = 41-500), mean over seeds'
 set xtics ('lstm' 0, 'gru' 1, 'elman' 2, 'qrnn' 3, 'softmax' 4, 'elu1' 5, 't2r' 6, 's4d' 7, 'mamba' 8) rotate by -30
-set ytics ('parity' 0, 'even_pairs' 1, 'cycle_navigation' 2, 'modular_arithmetic' 3)
+set ytics ('parity' 0, 'even_pairs' 1, 'cycle_navigation' 2, 'modular_arithmetic' 3, 'reverse_string' 4, 'stack_manipulation' 5, 'duplicate_string' 6)
 set xrange [-0.5:8.5]
-set yrange [3.5:-0.5]
+set yrange [6.5:-0.5]
 set cbrange [0:1]
 set palette defined (0 'white', 1 '#3b7dd8')
 unset key
