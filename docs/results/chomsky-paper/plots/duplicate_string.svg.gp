@@ -16,4 +16,4 @@ set yrange [0:1.05]
 set logscale x 2
 set key outside right
 set grid
-plot 'duplicate_string.dat' index 0 with linespoints title 'elman d=64 L=2', 'duplicate_string.dat' index 1 with linespoints title 'gru d=64 L=2', 'duplicate_string.dat' index 2 with linespoints title 'lstm d=64 L=1', 'duplicate_string.dat' index 3 with linespoints title 'qrnn d=64 L=2', 'duplicate_string.dat' index 4 with lines dashtype 2 lc rgb 'gray40' title 'input-blind'
+plot 'duplicate_string.dat' index 0 with linespoints title 'elman d=64 L=2', 'duplicate_string.dat' index 1 with linespoints title 'elu1 d=64 L=2', 'duplicate_string.dat' index 2 with linespoints title 'gru d=64 L=2', 'duplicate_string.dat' index 3 with linespoints title 'lstm d=64 L=1', 'duplicate_string.dat' index 4 with linespoints title 'qrnn d=64 L=2', 'duplicate_string.dat' index 5 with linespoints title 'softmax d=64 L=2', 'duplicate_string.dat' index 6 with lines dashtype 2 lc rgb 'gray40' title 'input-blind'
