@@ -42,16 +42,16 @@ void from_json(const nlohmann::json& j, DeqTracePoint& p) {
 
 namespace {
 
-// This worker's own resident high-water mark (core/own_memory.h: not getrusage's ru_maxrss,
-// which in a worker spawned by the suite process starts at the suite process's peak).
-double peak_rss_mb() {
-  return static_cast<double>(own_peak_rss_kb()) / 1024.0;
-}
-
 // A field of /proc/self/status in MB ("VmRSS", "VmHWM"); -1 when unreadable.
 double status_mb(const std::string& field) {
   const int64_t kb = proc_status_kb(field);
   return kb < 0 ? -1 : static_cast<double>(kb) / 1024.0;
+}
+
+// This worker's own resident high-water mark (core/own_memory.h: not getrusage's ru_maxrss,
+// which in a worker spawned by the suite process starts at the suite process's peak).
+double peak_rss_mb() {
+  return status_mb("VmHWM");
 }
 
 // The memory one training step (forward + loss + backward, at the training batch and length)
